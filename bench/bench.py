@@ -1,0 +1,249 @@
+"""duetime's benchmark: the peer harness's four workloads, on this machine.
+
+    python bench/bench.py                      # Redis (its own redis-server) and SQLite
+    python bench/bench.py --stores redis --runs 3
+
+W1  tasks scheduled per second: one ``schedule`` call per task, and ``schedule_many``;
+    for Redis also a bare redis-py loop of single ZADDs in the same run, for the ratio.
+W2  tasks fired per second by one worker process: N due tasks, a no-op async handler,
+    timed from the worker process's start to the last handler (and first to last).
+W3  lateness (handler start minus due time): 2,000 tasks spread over 10 s, p50/p99/max.
+W4  store bytes per pending task with a ~100-byte payload (Redis used_memory growth).
+
+Redis runs as a redis-server this script starts on a free port (no persistence, like the
+peer harness), never the machine's shared one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+import redis.asyncio as aredis  # noqa: E402
+from tests.servers import RedisServer  # noqa: E402
+
+import duetime  # noqa: E402
+
+PAD = "x" * 60
+
+
+def payload(i: int, due: float) -> dict[str, object]:
+    """About 100 bytes of JSON, carrying its own due time (as the peer harness's)."""
+    return {"i": i, "due": round(due, 6), "pad": PAD[: 100 - 45]}
+
+
+def app_for(url: str, ns: str) -> duetime.App:
+    app = duetime.App(url, namespace=ns)
+    app.declare("bench")
+    return app
+
+
+async def w1(url: str, n: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    app = app_for(url, "w1" + uuid.uuid4().hex[:8])
+    due = datetime.now(UTC) + timedelta(hours=1)
+    await app.open()
+    t0 = time.perf_counter()
+    for i in range(n):
+        await app.schedule("bench", f"t{i}", at=due, payload=payload(i, 0))
+    out["single_per_s"] = n / (time.perf_counter() - t0)
+    tasks = [duetime.Task("bench", f"m{i}", at=due, payload=payload(i, 0)) for i in range(n)]
+    t0 = time.perf_counter()
+    await app.schedule_many(tasks)
+    out["many_per_s"] = n / (time.perf_counter() - t0)
+    await app.close()
+    if url.startswith("redis"):
+        client = aredis.Redis.from_url(url)
+        key = "bare:" + uuid.uuid4().hex
+        score = time.time() * 1000 + 3_600_000
+        t0 = time.perf_counter()
+        for i in range(n):
+            await client.zadd(key, {f"t{i}": score})
+        out["bare_zadd_per_s"] = n / (time.perf_counter() - t0)
+        out["single_vs_bare"] = out["single_per_s"] / out["bare_zadd_per_s"]
+        await client.delete(key)
+        await client.aclose()
+    return out
+
+
+CONCURRENCY = 1000
+
+
+def start_worker(url: str, ns: str, n: int, out: Path) -> subprocess.Popen[bytes]:
+    cmd = [
+        sys.executable,
+        str(ROOT / "bench" / "worker_proc.py"),
+        "--url",
+        url,
+        "--namespace",
+        ns,
+        "--n",
+        str(n),
+        "--out",
+        str(out),
+        "--concurrency",
+        str(CONCURRENCY),
+    ]
+    return subprocess.Popen(cmd)
+
+
+def wait_file(path: Path, proc: subprocess.Popen[bytes], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.poll() is not None and not path.exists():
+            raise RuntimeError(f"worker exited with {proc.returncode}")
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError(f"timed out waiting for {path.name}")
+        time.sleep(0.01)
+
+
+async def w2(url: str, n: int, tmp: Path) -> dict[str, float]:
+    ns = "w2" + uuid.uuid4().hex[:8]
+    app = app_for(url, ns)
+    now = time.time()
+    due = datetime.now(UTC) - timedelta(seconds=1)
+    await app.schedule_many(
+        duetime.Task("bench", f"t{i}", at=due, payload=payload(i, now - 1)) for i in range(n)
+    )
+    await app.close()
+    out = tmp / f"{ns}.json"
+    proc = start_worker(url, ns, n, out)
+    t_start = time.time()
+    wait_file(out, proc, 600)
+    proc.wait()
+    data = json.loads(out.read_text())
+    times = [s[0] for s in data["samples"]]
+    first, last = min(times), max(times)
+    return {
+        "n": n,
+        "start_to_last_per_s": n / (last - t_start),
+        "first_to_last_per_s": n / (last - first) if last > first else float("inf"),
+        "startup_s": first - t_start,
+    }
+
+
+async def w3(url: str, n: int, spread: float, tmp: Path) -> dict[str, float]:
+    ns = "w3" + uuid.uuid4().hex[:8]
+    out = tmp / f"{ns}.json"
+    proc = start_worker(url, ns, n, out)
+    wait_file(Path(str(out) + ".ready"), proc, 60)
+    app = app_for(url, ns)
+    await app.open()
+    start = time.time() + 2.0
+    for i in range(n):
+        due = start + spread * i / n
+        await app.schedule(
+            "bench", f"t{i}", at=datetime.fromtimestamp(due, UTC), payload=payload(i, due)
+        )
+    await app.close()
+    wait_file(out, proc, spread + 60)
+    proc.wait()
+    data = json.loads(out.read_text())
+    late = sorted((t - d) * 1000 for t, d in data["samples"])
+    return {
+        "n": len(late),
+        "p50_ms": statistics.median(late),
+        "p99_ms": late[int(len(late) * 0.99) - 1],
+        "max_ms": late[-1],
+        "min_ms": late[0],
+    }
+
+
+async def w4(url: str, n: int) -> dict[str, float]:
+    client = aredis.Redis.from_url(url)
+    results = {}
+    for label, make_id in (
+        ("short_ids", lambda i: f"task-{i:06d}"),
+        ("uuid_ids", lambda i: uuid.uuid4().hex),
+    ):
+        ns = "w4" + uuid.uuid4().hex[:8]
+        app = app_for(url, ns)
+        await app.open()
+        before = (await client.info("memory"))["used_memory"]
+        due = datetime.now(UTC) + timedelta(hours=1)
+        # One call per task, as the peer harness measures memory after its W1.
+        for i in range(n):
+            await app.schedule("bench", make_id(i), at=due, payload=payload(i, 0))
+        after = (await client.info("memory"))["used_memory"]
+        results[f"{label}_bytes_per_task"] = (after - before) / n
+        await app.close()
+    await client.aclose()
+    return results
+
+
+async def run_store(name: str, url: str, args: argparse.Namespace, tmp: Path) -> dict[str, object]:
+    result: dict[str, object] = {"store": name}
+    if "w1" in args.workloads:
+        result["w1"] = await w1(url, args.w1_n)
+    if "w2" in args.workloads:
+        result["w2"] = await w2(url, args.w2_n, tmp)
+    if "w3" in args.workloads:
+        result["w3"] = await w3(url, args.w3_n, args.w3_spread, tmp)
+    if "w4" in args.workloads and name == "redis":
+        result["w4"] = await w4(url, args.w4_n)
+    return result
+
+
+def main() -> None:
+    global CONCURRENCY
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--stores", default="redis,sqlite")
+    parser.add_argument("--workloads", default="w1,w2,w3,w4")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--w1-n", type=int, default=20_000)
+    parser.add_argument("--w2-n", type=int, default=20_000)
+    parser.add_argument("--w3-n", type=int, default=2_000)
+    parser.add_argument("--w3-spread", type=float, default=10.0)
+    parser.add_argument("--w4-n", type=int, default=20_000)
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=1000,
+        help="the worker's concurrency for the bench task type",
+    )
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+    CONCURRENCY = args.concurrency
+    results = []
+    with tempfile.TemporaryDirectory(prefix="duetime-bench-") as tmpdir:
+        tmp = Path(tmpdir)
+        for run in range(1, args.runs + 1):
+            for store in args.stores.split(","):
+                if store == "redis":
+                    server = RedisServer().start()
+                    try:
+                        result = asyncio.run(run_store("redis", server.url, args, tmp))
+                    finally:
+                        server.cleanup()
+                elif store == "sqlite":
+                    url = f"sqlite:///{tmp / f'bench-{run}.db'}"
+                    result = asyncio.run(run_store("sqlite", url, args, tmp))
+                else:
+                    raise SystemExit(f"unknown store {store!r}")
+                result["run"] = run
+                print(json.dumps(result), flush=True)
+                results.append(result)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    os.sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

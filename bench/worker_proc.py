@@ -1,0 +1,58 @@
+"""The worker process the benchmark starts: runs one task type with a no-op recording handler.
+
+It records each handler's start time and the task's due time (from the payload) in memory,
+and writes them to ``--out`` as JSON when ``--n`` tasks have run, then exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+import duetime
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--n", type=int, required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--concurrency", type=int, default=1000)
+    args = parser.parse_args()
+    started = time.time()
+
+    app = duetime.App(args.url, namespace=args.namespace)
+    samples: list[tuple[float, float]] = []
+    done = asyncio.Event()
+
+    @app.task("bench", concurrency=args.concurrency, timeout=None)
+    async def bench(payload: dict[str, float]) -> None:
+        samples.append((time.time(), payload["due"]))
+        if len(samples) >= args.n:
+            done.set()
+
+    worker = app.worker(grace=1)
+    runner = asyncio.create_task(worker.run())
+    await worker.started.wait()
+    Path(args.out + ".ready").write_text(str(time.time()))  # noqa: ASYNC240 - once, tiny
+    await done.wait()
+    # Let the last outcomes settle before stopping, as a real worker would.
+    await asyncio.sleep(0.2)
+    worker.stop()
+    await runner
+    await app.close()
+    Path(args.out).write_text(json.dumps({"started": started, "samples": samples}))  # noqa: ASYNC240
+
+
+if __name__ == "__main__":
+    from duetime.runtime import event_loop_factory
+
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        runner.run(main())

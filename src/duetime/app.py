@@ -1,0 +1,485 @@
+"""The App: the registry of task types, and the producer's calls (schedule, cancel, get, list)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from duetime.clock import Clock, StoreClock
+from duetime.codec import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
+    check_id,
+    check_name,
+    decode_record,
+    duration_ms,
+    encode_payload,
+    encode_record,
+    from_ms,
+    to_ms,
+)
+from duetime.config import open_store, resolve_url
+from duetime.errors import (
+    DuetimeError,
+    SchemaError,
+    TaskNotFound,
+    UnknownTaskType,
+    ValidationError,
+)
+from duetime.model import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_LEASE,
+    DEFAULT_MAX_STALLS,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    Backoff,
+    Context,
+    Delivery,
+    Pacing,
+    Reschedule,
+    Task,
+    TaskInfo,
+    TaskPolicy,
+)
+from duetime.stores.base import STATES, NewTask, State, Store, StoredTask
+
+if TYPE_CHECKING:
+    from duetime.sync import SyncClient
+    from duetime.worker import Worker
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[..., Any]
+Hook = Callable[..., "Reschedule | bool | None | Awaitable[Reschedule | bool | None]"]
+
+
+def _positional_arity(fn: Callable[..., Any]) -> int:
+    params = inspect.signature(fn).parameters.values()
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 2
+    return sum(1 for p in params if p.kind in kinds)
+
+
+@dataclass(eq=False)
+class TaskType:
+    """A registered task type: its name, handler, policy and reschedule hook.
+
+    ``@app.task(...)`` returns one. Calling it calls the handler; ``.schedule(id, ...)`` is
+    ``app.schedule(name, id, ...)``; ``@handler.reschedule`` sets the reschedule hook.
+    """
+
+    app: App
+    name: str
+    handler: Handler | None
+    policy: TaskPolicy
+    pacing: Pacing
+    hook: Hook | None = None
+    is_async: bool = field(init=False)
+    takes_ctx: bool = field(init=False)
+    hook_takes_ctx: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        fn = self.handler
+        self.is_async = fn is not None and inspect.iscoroutinefunction(fn)
+        self.takes_ctx = fn is not None and _positional_arity(fn) >= 2
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.handler is None:
+            raise TypeError(f"task type {self.name!r} is declared without a handler")
+        return self.handler(*args, **kwargs)
+
+    def reschedule(self, hook: Hook) -> Hook:
+        """Decorate the hook that decides whether a periodic task goes on, and with what.
+
+        The hook gets the payload (and the Context if it takes two arguments) after each
+        occurrence and returns True or None to go on unchanged, False to end the series,
+        or a :class:`Reschedule` with payload changes to deep-merge and an optional time.
+        It may be async. If it raises, the series goes on unchanged and the error is
+        logged: a failing hook never ends a series.
+        """
+        if not callable(hook):
+            raise ValidationError("hook", "must be callable")
+        self.hook = hook
+        self.hook_takes_ctx = _positional_arity(hook) >= 2
+        return hook
+
+    async def schedule(self, task_id: str, **options: Any) -> datetime:
+        """``app.schedule(<this type>, task_id, **options)``."""
+        return await self.app.schedule(self.name, task_id, **options)
+
+
+class App:
+    """The registry of task types, and the entry point for producers and workers.
+
+    Args:
+        url: the store: ``redis://host:port/db``, ``rediss://...``, ``unix://...`` or
+            ``sqlite:///path``. None reads ``DUETIME_URL``, and without it uses the
+            SQLite file ``duetime.db`` in the working directory.
+        namespace: keeps apps sharing one store apart.
+        clock: where "now" comes from; by default the store's own clock.
+        max_payload_bytes: the largest payload accepted, as JSON.
+        allow_eviction: accept a Redis that evicts keys (loses tasks); refused otherwise.
+        store: a store object to use instead of one made from ``url``.
+
+    The store is opened on first use, in the running event loop; ``async with app`` or
+    ``await app.close()`` closes it.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        namespace: str = "default",
+        clock: Clock | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        allow_eviction: bool = False,
+        store: Store | None = None,
+    ) -> None:
+        self.url = resolve_url(url)
+        self.namespace = check_name("namespace", namespace)
+        if not isinstance(max_payload_bytes, int) or max_payload_bytes < 2:
+            raise ValidationError("max_payload_bytes", "must be an integer of 2 or more")
+        self.max_payload_bytes = max_payload_bytes
+        self.allow_eviction = allow_eviction
+        self.types: dict[str, TaskType] = {}
+        self._given_clock = clock
+        self._given_store = store
+        self._store: Store | None = None
+        self._clock: Clock | None = clock
+        self._opening: asyncio.Lock | None = None
+
+    # -- registry -----------------------------------------------------------------------
+
+    def task(
+        self,
+        name: str,
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: timedelta | float | None = DEFAULT_TIMEOUT,
+        retries: int | None = None,
+        backoff: Backoff | None = None,
+        lease: timedelta | float = DEFAULT_LEASE,
+        max_stalls: int = DEFAULT_MAX_STALLS,
+        delivery: Delivery = "at_least_once",
+        pacing: Pacing | None = None,
+    ) -> Callable[[Handler], TaskType]:
+        """Register the decorated function as the handler of task type ``name``.
+
+        The handler takes ``(payload)`` or ``(payload, ctx)`` and may be ``async def`` or a
+        plain ``def`` (run in a thread pool). See :class:`TaskPolicy` for the options;
+        ``retries`` defaults to 3, or 0 with at-most-once delivery.
+
+        Raises:
+            ValidationError: a bad name or option, or a name already registered.
+        """
+        check_name("task_type", name)
+        if retries is None:
+            retries = 0 if delivery == "at_most_once" else DEFAULT_RETRIES
+        policy = TaskPolicy(
+            concurrency=concurrency,
+            timeout=_as_timedelta("timeout", timeout),
+            retries=retries,
+            backoff=backoff or Backoff(),
+            lease=_as_timedelta("lease", lease) or DEFAULT_LEASE,
+            max_stalls=max_stalls,
+            delivery=delivery,
+        )
+
+        def register(fn: Handler) -> TaskType:
+            if not callable(fn):
+                raise ValidationError("handler", "must be callable")
+            if _positional_arity(fn) < 1:
+                raise ValidationError("handler", "must take (payload) or (payload, ctx)")
+            return self._add(TaskType(self, name, fn, policy, pacing or Pacing()))
+
+        return register
+
+    def declare(self, *names: str) -> None:
+        """Declare task types this process schedules but does not run.
+
+        A producer without the handlers' code declares the types it sends, so that a typo
+        in a type name still fails at ``schedule``. Declaring a registered type is a no-op.
+        """
+        for name in names:
+            check_name("task_type", name)
+            if name not in self.types:
+                self.types[name] = TaskType(self, name, None, TaskPolicy(), Pacing())
+
+    def _add(self, task_type: TaskType) -> TaskType:
+        existing = self.types.get(task_type.name)
+        if existing is not None and existing.handler is not None:
+            raise ValidationError(
+                "task_type", f"{task_type.name!r} is already registered to {existing.handler!r}"
+            )
+        self.types[task_type.name] = task_type
+        return task_type
+
+    def _type(self, name: object) -> TaskType:
+        task_type = self.types.get(name) if isinstance(name, str) else None
+        if task_type is None:
+            check_name("task_type", name)
+            raise UnknownTaskType(str(name), tuple(self.types))
+        return task_type
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def open(self) -> Store:
+        """Open the store (once) and sync the clock; returns the store."""
+        if self._store is not None:
+            return self._store
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._store is None:
+                store = self._given_store or open_store(
+                    self.url, namespace=self.namespace, allow_eviction=self.allow_eviction
+                )
+                await store.open()
+                if self._given_clock is None:
+                    clock = StoreClock(store.time_ms)
+                    await clock.sync()
+                    self._clock = clock
+                self._store = store
+        return self._store
+
+    async def close(self) -> None:
+        """Close the store. The app can be opened again afterwards."""
+        store, self._store = self._store, None
+        self._opening = None
+        if store is not None:
+            await store.close()
+        self._clock = self._given_clock
+
+    async def __aenter__(self) -> App:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def clock(self) -> Clock:
+        if self._clock is None:
+            raise DuetimeError("the app is not open yet: await app.open() first")
+        return self._clock
+
+    async def now_ms(self) -> int:
+        """The current time by the app's clock, in epoch milliseconds."""
+        await self.open()
+        clock = self.clock
+        if isinstance(clock, StoreClock) and clock.stale():
+            await clock.sync()
+        return clock.now_ms()
+
+    # -- producing ----------------------------------------------------------------------
+
+    def _new_task(self, task: Task, now_ms: int | None) -> NewTask:
+        """Validate one task and build what the store writes."""
+        self._type(task.task_type)
+        check_id(task.task_id)
+        if task.at is not None and task.delay is not None:
+            raise ValidationError("at", "give either at or delay, not both")
+        if task.at is not None:
+            due = to_ms("at", task.at)
+        else:
+            assert now_ms is not None
+            due = now_ms + (
+                0 if task.delay is None else duration_ms("delay", task.delay, allow_zero=True)
+            )
+        payload = encode_payload(task.payload, self.max_payload_bytes)
+        every = None if task.every is None else duration_ms("every", task.every)
+        until = None
+        if task.until is not None:
+            if every is None:
+                raise ValidationError("until", "only applies to periodic tasks (with every)")
+            until = to_ms("until", task.until)
+            if until < due:
+                raise ValidationError("until", "is before the first due time")
+        return NewTask(task.task_id, due, encode_record(payload, every, until))
+
+    async def schedule(
+        self,
+        task_type: str,
+        task_id: str,
+        *,
+        at: datetime | None = None,
+        delay: timedelta | float | None = None,
+        payload: dict[str, Any] | None = None,
+        every: timedelta | float | None = None,
+        until: datetime | None = None,
+    ) -> datetime:
+        """Schedule a task; if ``(task_type, task_id)`` exists, move it and replace its payload.
+
+        Args:
+            task_type: a registered or declared task type.
+            task_id: unique within its type: scheduling the same id again is idempotent.
+            at: an aware datetime; or ``delay`` from now (by the store's clock). Neither
+                means now.
+            payload: a JSON object (dict), at most ``max_payload_bytes`` as JSON.
+            every: make it periodic: each occurrence is due ``every`` after the previous
+                one's due time.
+            until: the last time an occurrence may be due.
+
+        Returns:
+            When the task is due, as an aware UTC datetime.
+
+        Raises:
+            ValidationError: a field is wrong (the error names it); nothing is written.
+            UnknownTaskType: the type is neither registered nor declared.
+            StoreUnavailable: the store cannot be reached; the task may or may not have been
+                written, and scheduling again is safe.
+        """
+        spec = Task(task_type, task_id, at, delay, payload, every, until)  # type: ignore[arg-type]
+        store = await self.open()
+        now = None if at is not None else self.clock.now_ms()
+        new = self._new_task(spec, now)
+        await store.schedule(task_type, (new,))
+        return from_ms(new.due_ms)
+
+    async def schedule_many(self, tasks: Iterable[Task]) -> int:
+        """Schedule many tasks in as few round trips as possible (one per type and 1,000).
+
+        Every task is checked before any is written. Returns how many were scheduled.
+        """
+        specs = list(tasks)
+        for n, spec in enumerate(specs):
+            if not isinstance(spec, Task):
+                raise ValidationError(f"tasks[{n}]", "must be a duetime.Task")
+        store = await self.open()
+        now = self.clock.now_ms()
+        by_type: dict[str, list[NewTask]] = {}
+        for n, spec in enumerate(specs):
+            try:
+                new = self._new_task(spec, now)
+            except ValidationError as exc:
+                raise type(exc)(f"tasks[{n}].{exc.field}", exc.problem) from None
+            by_type.setdefault(spec.task_type, []).append(new)
+        for name, batch in by_type.items():
+            await store.schedule(name, batch)
+        return len(specs)
+
+    async def cancel(self, task_type: str, task_id: str) -> bool:
+        """Cancel a task, due, dead or running. Returns whether it existed.
+
+        A running handler is not interrupted, but its task will not be retried or
+        rescheduled.
+        """
+        self._type(task_type)
+        check_id(task_id)
+        return await (await self.open()).cancel(task_type, task_id)
+
+    async def retry(self, task_type: str, task_id: str, *, at: datetime | None = None) -> datetime:
+        """Run a dead task again, at ``at`` or now, with fresh attempt counts.
+
+        Raises:
+            TaskNotFound: there is no dead task with this id.
+        """
+        self._type(task_type)
+        check_id(task_id)
+        store = await self.open()
+        due = to_ms("at", at) if at is not None else self.clock.now_ms()
+        if not await store.revive(task_type, task_id, due):
+            raise TaskNotFound(task_type, task_id, "dead")
+        return from_ms(due)
+
+    # -- reading ------------------------------------------------------------------------
+
+    async def get(self, task_type: str, task_id: str) -> TaskInfo | None:
+        """The task with this id, or None."""
+        self._type(task_type)
+        check_id(task_id)
+        stored = await (await self.open()).get(task_type, task_id)
+        return None if stored is None else _info(task_type, stored)
+
+    async def list(
+        self, task_type: str, state: State = "due", *, limit: int = 100, offset: int = 0
+    ) -> list[TaskInfo]:
+        """Tasks of a type in one state (``due``, ``running`` or ``dead``), earliest first."""
+        self._type(task_type)
+        if state not in STATES:
+            raise ValidationError("state", f"must be one of {', '.join(STATES)}")
+        if not isinstance(limit, int) or limit < 1 or not isinstance(offset, int) or offset < 0:
+            raise ValidationError("limit", "limit must be 1 or more and offset 0 or more")
+        rows = await (await self.open()).list_tasks(task_type, state, limit, offset)
+        return [_info(task_type, row) for row in rows]
+
+    async def counts(self, task_type: str) -> dict[State, int]:
+        """How many tasks of a type are due, running and dead."""
+        self._type(task_type)
+        return await (await self.open()).count(task_type)
+
+    # -- running ------------------------------------------------------------------------
+
+    def worker(self, types: Sequence[str] | None = None, **options: Any) -> Worker:
+        """A worker for ``types`` (default: every type with a handler); see :class:`Worker`."""
+        from duetime.worker import Worker
+
+        return Worker(self, types, **options)
+
+    async def serve(self, types: Sequence[str] | None = None, **options: Any) -> None:
+        """Run a worker in this event loop until it is stopped or cancelled."""
+        await self.worker(types, **options).run()
+
+    def run(self, types: Sequence[str] | None = None, **options: Any) -> None:
+        """Run a worker until SIGTERM or SIGINT, then shut down gracefully."""
+        from duetime.runtime import run_worker
+
+        run_worker(self.worker(types, **options))
+
+    def sync(self) -> SyncClient:
+        """A blocking client with the same calls, for code that is not async."""
+        from duetime.sync import SyncClient
+
+        return SyncClient(self)
+
+    def context(
+        self, task_type: str, claim_id: str, attempt: int, occurrence_ms: int, token: int
+    ) -> Context:
+        """The Context a handler gets (used by the worker)."""
+        suffix = f"@{occurrence_ms}"
+        occurrence = claim_id if claim_id.endswith(suffix) else claim_id + suffix
+        return Context(
+            task_type, claim_id, from_ms(occurrence_ms), attempt, occurrence, token, self
+        )
+
+
+def _as_timedelta(field_name: str, value: timedelta | float | None) -> timedelta | None:
+    if value is None or isinstance(value, timedelta):
+        return value
+    return timedelta(milliseconds=duration_ms(field_name, value))
+
+
+def _info(task_type: str, stored: StoredTask) -> TaskInfo:
+    payload = every = until = None
+    failures = 0
+    error = stored.error
+    if stored.record is not None:
+        try:
+            record = decode_record(stored.record)
+        except SchemaError as exc:
+            error = f"{error}; {exc}" if error else str(exc)
+        else:
+            payload = record.payload
+            every = None if record.every_ms is None else timedelta(milliseconds=record.every_ms)
+            until = None if record.until_ms is None else from_ms(record.until_ms)
+            failures = record.failures
+    running = stored.state == "running"
+    lease = from_ms(stored.score_ms) if running else None
+    attempts = failures + stored.stalls + (1 if running else 0)
+    return TaskInfo(
+        task_type,
+        stored.id,
+        stored.state,
+        from_ms(stored.due_ms),
+        payload,
+        every,
+        until,
+        attempts,
+        error,
+        lease,
+    )

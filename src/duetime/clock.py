@@ -1,0 +1,83 @@
+"""Clocks: where "now" comes from, in epoch milliseconds.
+
+Workers and producers read time from the store's clock, so that machines whose own clocks
+disagree still agree on what is due. A :class:`StoreClock` samples the store's time now and
+then and advances it with the local monotonic clock in between, so reading it costs no
+round trip and a wrong or jumping wall clock on this machine changes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+#: How often a StoreClock samples the store's time again. Monotonic clocks drift by a few
+#: parts per million, so this keeps the error far under a millisecond.
+RESAMPLE_SECONDS = 60.0
+
+
+class Clock(Protocol):
+    """A source of the current time."""
+
+    def now_ms(self) -> int:
+        """The current time in epoch milliseconds."""
+        ...
+
+
+class SystemClock:
+    """This machine's wall clock. Only for tests and single-machine tools."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+
+class ManualClock:
+    """A clock that moves only when told to, for tests."""
+
+    def __init__(self, now_ms: int) -> None:
+        self._now = now_ms
+
+    def now_ms(self) -> int:
+        return self._now
+
+    def set(self, now_ms: int) -> None:
+        self._now = now_ms
+
+    def advance(self, ms: int) -> None:
+        self._now += ms
+
+
+class StoreClock:
+    """The store's clock, sampled and advanced with the local monotonic clock.
+
+    Args:
+        read_store_ms: returns the store's current time in epoch milliseconds (one round
+            trip); its error is at most half that round trip.
+    """
+
+    def __init__(self, read_store_ms: Callable[[], Awaitable[float]]) -> None:
+        self._read = read_store_ms
+        self._base_ms: float | None = None
+        self._base_mono = 0.0
+
+    @property
+    def synced(self) -> bool:
+        return self._base_ms is not None
+
+    def stale(self) -> bool:
+        """True when the clock has never been synced or was synced too long ago."""
+        return self._base_ms is None or time.monotonic() - self._base_mono > RESAMPLE_SECONDS
+
+    async def sync(self) -> None:
+        """Sample the store's time; the midpoint of the round trip anchors the clock."""
+        before = time.monotonic()
+        store_ms = await self._read()
+        after = time.monotonic()
+        self._base_ms = store_ms
+        self._base_mono = (before + after) / 2
+
+    def now_ms(self) -> int:
+        if self._base_ms is None:
+            raise RuntimeError("StoreClock.now_ms() before the first sync()")
+        return int(self._base_ms + (time.monotonic() - self._base_mono) * 1000)

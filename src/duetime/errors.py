@@ -1,0 +1,140 @@
+"""The exception tree of duetime, and the control signals a handler may raise.
+
+Every error duetime raises derives from :class:`DuetimeError`::
+
+    DuetimeError
+      ConfigError                 bad settings, an unusable URL, an unsafe server
+      ValidationError (ValueError)  input refused at the door; ``field`` names the culprit
+        PayloadError                the payload is not a JSON object or is too big
+        UnknownTaskType             a task type the app has not registered or declared
+      StoreError                  the store failed
+        StoreUnavailable            it cannot be reached (connection refused, dropped, timeout)
+        ScriptError                 a store script refused its keys or arguments
+        SchemaError                 the store's data or schema is not what duetime expects
+      NotFound (LookupError)
+        TaskNotFound                no task with that type and id
+      LeaseLost                   a worker no longer holds the task it tried to settle
+
+Control signals live apart, because they are not failures of duetime: a handler raises
+:class:`Retry` to ask for another attempt at a given time, or :class:`Abort` to send its task
+to the dead letters at once, without further retries.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+
+class DuetimeError(Exception):
+    """Base class of every error duetime raises."""
+
+
+class ConfigError(DuetimeError):
+    """A setting, a URL or the store server's configuration cannot be used."""
+
+
+class ValidationError(DuetimeError, ValueError):
+    """Input refused before anything was written.
+
+    Attributes:
+        field: the name of the argument or field that is wrong.
+    """
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+class PayloadError(ValidationError):
+    """The payload is not a JSON object, holds values JSON cannot carry, or is too big."""
+
+
+class UnknownTaskType(ValidationError, LookupError):
+    """The task type is neither registered with a handler nor declared on the app."""
+
+    def __init__(self, task_type: str, known: list[str] | tuple[str, ...] = ()) -> None:
+        hint = f"; known types: {', '.join(sorted(known))}" if known else ""
+        super().__init__(
+            "task_type",
+            f"unknown task type {task_type!r}: register it with @app.task or "
+            f"app.declare({task_type!r}) in a process that only schedules{hint}",
+        )
+        self.task_type = task_type
+
+
+class StoreError(DuetimeError):
+    """The store failed to carry out an operation."""
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot be reached: the operation's outcome is unknown."""
+
+
+class ScriptError(StoreError):
+    """A store script refused to run on keys or arguments it did not expect.
+
+    Attributes:
+        code: the script's negative return code.
+        key: the key it complained about, when there is one.
+    """
+
+    def __init__(self, code: int, detail: str, key: str | None = None) -> None:
+        self.code = code
+        self.key = key
+        where = f" (key {key})" if key else ""
+        super().__init__(f"script refused to run, code {code}: {detail}{where}")
+
+
+class SchemaError(StoreError):
+    """The store holds data or a schema this version of duetime cannot use."""
+
+
+class NotFound(DuetimeError, LookupError):
+    """Something looked up by name or id does not exist."""
+
+
+class TaskNotFound(NotFound):
+    """No task with this type and id exists in the state asked for."""
+
+    def __init__(self, task_type: str, task_id: str, state: str | None = None) -> None:
+        self.task_type = task_type
+        self.task_id = task_id
+        where = f" in state {state!r}" if state else ""
+        super().__init__(f"no task {task_type}/{task_id}{where}")
+
+
+class LeaseLost(DuetimeError):
+    """The lease on a claimed task expired or was taken over, so its outcome was not kept."""
+
+    def __init__(self, task_type: str, task_id: str, token: int) -> None:
+        self.task_type = task_type
+        self.task_id = task_id
+        self.token = token
+        super().__init__(f"lease lost on {task_type}/{task_id} (token {token})")
+
+
+class Retry(Exception):
+    """Raised by a handler to run its task again later.
+
+    The attempt counts against the task type's ``retries``; when they are used up the task
+    goes to the dead letters like any other failure.
+
+    Args:
+        after: how long to wait, or an aware datetime to retry at. ``None`` uses the task
+            type's back-off.
+        reason: recorded as the task's last error.
+    """
+
+    def __init__(self, after: timedelta | datetime | None = None, reason: str = "retry") -> None:
+        self.after = after
+        self.reason = reason
+        super().__init__(reason)
+
+
+class Abort(Exception):
+    """Raised by a handler to send its task to the dead letters now, with no more retries."""
+
+    def __init__(self, reason: str = "aborted by handler") -> None:
+        self.reason = reason
+        super().__init__(reason)

@@ -1,0 +1,206 @@
+"""The values users handle: tasks to schedule, what a handler is told, what a listing shows."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+
+from duetime.codec import duration_ms
+from duetime.errors import ValidationError
+
+if TYPE_CHECKING:
+    from duetime.app import App
+
+Delivery = Literal["at_least_once", "at_most_once"]
+
+#: Defaults of a task type. The lease is how long a claimed task stays with its worker
+#: without a renewal (renewals come every third of it), so it bounds how soon a crashed
+#: worker's tasks run again.
+DEFAULT_CONCURRENCY = 16
+DEFAULT_TIMEOUT = timedelta(minutes=5)
+DEFAULT_RETRIES = 3
+DEFAULT_LEASE = timedelta(seconds=30)
+DEFAULT_MAX_STALLS = 3
+#: An idle worker looks again at least this often, even with nothing due: a backstop for a
+#: wake-up lost while its connection was down (the source design's timeoutWhenEmpty).
+DEFAULT_MAX_IDLE = timedelta(seconds=5)
+#: Most tasks one claim takes; more round trips below, longer scripts above.
+DEFAULT_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Backoff:
+    """Exponential back-off with jitter between attempts of a failing task.
+
+    The n-th retry waits ``min(cap, base * factor ** (n - 1))``, of which the ``jitter``
+    fraction is random, so that tasks failing together do not come back together.
+    """
+
+    base: timedelta = timedelta(seconds=1)
+    cap: timedelta = timedelta(hours=1)
+    factor: float = 2.0
+    jitter: float = 0.5
+
+    def __post_init__(self) -> None:
+        duration_ms("backoff.base", self.base)
+        duration_ms("backoff.cap", self.cap)
+        if not self.factor >= 1:
+            raise ValidationError("backoff.factor", "must be 1 or more")
+        if not 0 <= self.jitter <= 1:
+            raise ValidationError("backoff.jitter", "must be between 0 and 1")
+
+    def delay_ms(self, retry: int) -> int:
+        """How long to wait before retry number ``retry`` (1 for the first)."""
+        cap = duration_ms("cap", self.cap)
+        raw = min(cap, duration_ms("base", self.base) * self.factor ** max(retry - 1, 0))
+        return int(raw * (1 - self.jitter * random.random()))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskPolicy:
+    """How a task type's tasks are run.
+
+    Attributes:
+        concurrency: most handlers of this type running at once in one worker.
+        timeout: a handler running longer is cancelled and counts as failed; None for no
+            limit. A plain ``def`` handler cannot be stopped: its thread runs on, but the
+            worker treats the attempt as failed.
+        retries: attempts after the first before the task goes to the dead letters.
+        backoff: the wait between attempts.
+        lease: how long a claim holds without renewal; renewed every third of it.
+        max_stalls: how many expired leases (a worker died or hung) a task survives before
+            it goes to the dead letters.
+        delivery: ``at_least_once`` (a task whose worker died runs again) or
+            ``at_most_once`` (it goes to the dead letters instead; the source design's way).
+    """
+
+    concurrency: int = DEFAULT_CONCURRENCY
+    timeout: timedelta | None = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
+    backoff: Backoff = field(default_factory=Backoff)
+    lease: timedelta = DEFAULT_LEASE
+    max_stalls: int = DEFAULT_MAX_STALLS
+    delivery: Delivery = "at_least_once"
+
+    def __post_init__(self) -> None:
+        _positive_int("concurrency", self.concurrency)
+        if self.timeout is not None:
+            duration_ms("timeout", self.timeout)
+        _positive_int("retries", self.retries, allow_zero=True)
+        _positive_int("max_stalls", self.max_stalls, allow_zero=True)
+        if duration_ms("lease", self.lease) < 100:
+            raise ValidationError("lease", "must be at least 100 ms")
+        if self.delivery not in ("at_least_once", "at_most_once"):
+            raise ValidationError("delivery", "must be 'at_least_once' or 'at_most_once'")
+        if self.delivery == "at_most_once" and self.retries:
+            raise ValidationError(
+                "retries", "must be 0 with at_most_once delivery: a retry is a second run"
+            )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pacing:
+    """How often a worker claims tasks of a type. Neither knob sets the latency.
+
+    Attributes:
+        pause: a wait between two claim rounds while tasks are due (the source design's
+            ``timeout``); zero claims again at once.
+        max_idle: the longest an idle worker sleeps before looking again (the source
+            design's ``timeoutWhenEmpty``). Workers are woken when an earlier task arrives,
+            so this is only a backstop.
+        batch: most tasks claimed in one round trip.
+    """
+
+    pause: timedelta = timedelta(0)
+    max_idle: timedelta = DEFAULT_MAX_IDLE
+    batch: int = DEFAULT_BATCH
+
+    def __post_init__(self) -> None:
+        duration_ms("pause", self.pause, allow_zero=True)
+        duration_ms("max_idle", self.max_idle)
+        _positive_int("batch", self.batch)
+
+
+def _positive_int(name: str, value: object, *, allow_zero: bool = False) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < (0 if allow_zero else 1):
+        raise ValidationError(name, f"must be an integer of {0 if allow_zero else 1} or more")
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """A task to schedule with :meth:`App.schedule_many`; the fields are those of
+    :meth:`App.schedule`."""
+
+    task_type: str
+    task_id: str
+    at: datetime | None = None
+    delay: timedelta | None = None
+    payload: dict[str, Any] | None = None
+    every: timedelta | None = None
+    until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reschedule:
+    """What a reschedule hook returns to let a periodic task go on, with changes.
+
+    Attributes:
+        payload: changes deep-merged into the stored payload (nested dicts merge, lists
+            and other values are replaced). None keeps the payload as it is.
+        at: when the next occurrence is due, instead of the previous due time plus
+            ``every``.
+    """
+
+    payload: dict[str, Any] | None = None
+    at: datetime | None = None
+
+
+class Context(NamedTuple):
+    """What a handler is told about the run it is in (a named tuple: cheap to make).
+
+    Attributes:
+        task_type: the task type.
+        task_id: the task's id.
+        due: when this occurrence was due (retries keep it).
+        attempt: 1 on the first run of this occurrence, then 2, 3, ...
+        occurrence: a stable id of this occurrence, ``"<task id>@<due ms>"``: the same on
+            every attempt and on every worker, so handlers can use it to make their side
+            effects idempotent.
+        token: the fencing token of this claim; later claims of the task get larger ones.
+        app: the app, for scheduling more tasks from an async handler.
+    """
+
+    task_type: str
+    task_id: str
+    due: datetime
+    attempt: int
+    occurrence: str
+    token: int
+    app: App
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInfo:
+    """A task as a listing or :meth:`App.get` shows it.
+
+    Attributes:
+        state: ``due``, ``running`` or ``dead``.
+        due: when it is due (running: when the run was due; dead: when it died).
+        payload: None when the stored record could not be read (see ``error``).
+        attempts: claims of the current occurrence so far.
+        error: the last error, or why it is dead.
+        lease_expires: for running tasks, when their lease runs out unless renewed.
+    """
+
+    task_type: str
+    task_id: str
+    state: str
+    due: datetime
+    payload: dict[str, Any] | None
+    every: timedelta | None
+    until: datetime | None
+    attempts: int
+    error: str | None
+    lease_expires: datetime | None = None

@@ -1,0 +1,211 @@
+"""The Store protocol: the one boundary between duetime's logic and where tasks live.
+
+A store keeps, per task type, tasks in one of three states: ``due`` (waiting for their time),
+``running`` (claimed under a lease) and ``dead`` (given up, kept for inspection). It moves
+ids, epoch milliseconds and opaque record strings (JSON built by :mod:`duetime.codec`); it
+never imports task code and never interprets a payload.
+
+Every method that changes state is atomic and may be run twice with the same result, since
+a client may resend a command whose reply was lost. Driver exceptions never escape a store:
+they are turned into :class:`~duetime.errors.StoreUnavailable` or
+:class:`~duetime.errors.StoreError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal, NamedTuple, Protocol
+
+State = Literal["due", "running", "dead"]
+STATES: tuple[State, ...] = ("due", "running", "dead")
+Op = Literal["done", "next", "retry", "dead", "release"]
+
+#: Called with (task type, due ms) when a task becomes the earliest of its type.
+WakeCallback = Callable[[str, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class NewTask:
+    """A task to write: its id, due time and record."""
+
+    id: str
+    due_ms: int
+    record: str
+
+
+class Claim(NamedTuple):
+    """A task leased to one worker.
+
+    Attributes:
+        token: the fencing token; later claims of the same type get larger ones. Every
+            write about this run carries the claim, and is refused once the lease is lost.
+        stalls: how many earlier claims of this occurrence ended with an expired lease.
+            (Failed attempts are counted in the record, which the worker writes.)
+        due_ms: when the task was due as it was claimed.
+    """
+
+    id: str
+    token: int
+    stalls: int
+    due_ms: int
+    record: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimBatch:
+    """What one claim returns.
+
+    Attributes:
+        next_ms: the earliest due time or lease deadline left for the type, or None when
+            nothing is due or running. A worker sleeps until then unless woken.
+        reaped: how many expired leases were handled on the way.
+    """
+
+    claims: list[Claim]
+    next_ms: int | None
+    reaped: int = 0
+
+
+class Outcome(NamedTuple):
+    """How a run ended and what follows it; see :meth:`Store.settle`."""
+
+    op: Op
+    claim: Claim
+    due_ms: int | None = None
+    record: str = ""
+    error: str = ""
+    dead_id: str = ""
+    dead_record: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTask:
+    """One task as the store holds it.
+
+    Attributes:
+        score_ms: the due time for due tasks, the lease deadline for running tasks and the
+            time of death for dead ones.
+        due_ms: the due time of the run (for running tasks, the one they were claimed at).
+        record: the record string, or None when it is missing (a dead letter may lack one).
+        stalls: expired leases of the current occurrence.
+        error: the last error, or why the task is dead.
+    """
+
+    id: str
+    state: State
+    score_ms: int
+    due_ms: int
+    record: str | None
+    stalls: int
+    error: str | None
+
+
+class Store(Protocol):
+    """Where tasks live. Each method states what it does atomically."""
+
+    async def open(self) -> None:
+        """Connect, check the server and prepare what the store needs.
+
+        Raises:
+            StoreUnavailable: the store cannot be reached.
+            ConfigError: the server is set up in a way that loses tasks.
+            SchemaError: the store holds data of an unknown layout or version.
+        """
+
+    async def close(self) -> None:
+        """Release connections. Safe to call twice."""
+
+    def durability_warnings(self) -> list[str]:
+        """What the store's settings may lose on a crash or power cut, found by open()."""
+        ...
+
+    async def time_ms(self) -> float:
+        """The store's own clock, in epoch milliseconds (one round trip)."""
+        ...
+
+    async def schedule(self, task_type: str, tasks: Sequence[NewTask]) -> None:
+        """Write tasks atomically: add new ids, move and update existing ones.
+
+        A scheduled id leaves the dead letters and starts a new occurrence (attempt and
+        stall counts cleared). A run of the same id in progress keeps its lease, and its
+        outcome will not overwrite the new occurrence. Wakes workers when a task becomes
+        the earliest of its type.
+        """
+
+    async def cancel(self, task_type: str, task_id: str) -> bool:
+        """Remove a task atomically, whatever its state. Returns whether it existed.
+
+        A running task's handler finishes, but the task is neither retried nor rescheduled.
+        """
+        ...
+
+    async def get(self, task_type: str, task_id: str) -> StoredTask | None:
+        """The task with this id, or None. A running task that was rescheduled is due."""
+        ...
+
+    async def list_tasks(
+        self, task_type: str, state: State, limit: int, offset: int = 0
+    ) -> list[StoredTask]:
+        """Tasks in one state, ordered by score (earliest first)."""
+        ...
+
+    async def count(self, task_type: str) -> dict[State, int]:
+        """How many tasks are in each state."""
+        ...
+
+    async def claim(
+        self,
+        task_type: str,
+        *,
+        now_ms: int,
+        limit: int,
+        lease_ms: int,
+        max_stalls: int,
+        at_most_once: bool,
+    ) -> ClaimBatch:
+        """Reap expired leases, then lease up to ``limit`` tasks due at ``now_ms``, atomically.
+
+        Reaping sends a task whose lease passed back to due with one more stall, or to the
+        dead letters once its stalls exceed ``max_stalls`` (at once with ``at_most_once``).
+        Claiming moves each task from due to running with deadline ``now_ms + lease_ms`` and
+        gives it a new token (unique and increasing per type). A task has at most one
+        lease: claiming an id whose earlier run still holds one (it was rescheduled while
+        it ran) takes the lease over, and the earlier run's outcomes become stale. A due id
+        without a record goes to the dead letters with the reason. Due tasks are claimed
+        earliest first.
+        """
+        ...
+
+    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
+        """Apply outcomes of runs atomically; returns, per outcome, whether it was kept.
+
+        An outcome is kept only if its claim still holds the task's lease. Ops: ``done``
+        ends the task (its record goes), ``next`` schedules the next occurrence at
+        ``due_ms`` with ``record``, ``retry`` schedules another attempt at ``due_ms`` with
+        ``record`` and ``error``, ``dead`` files it in the dead letters with ``record`` and
+        ``error``, ``release`` hands it back to due at ``due_ms`` as it was. A task
+        rescheduled while it ran keeps the new occurrence; a task cancelled while it ran
+        stays cancelled. ``dead_id`` also files a dead letter under that id with
+        ``dead_record`` and ``error``. Stall counts and errors go with done and next.
+        """
+        ...
+
+    async def extend(
+        self, task_type: str, claims: Sequence[Claim], deadline_ms: int
+    ) -> list[Claim]:
+        """Move the lease deadline of claims atomically; returns the claims whose lease is lost."""
+        ...
+
+    async def revive(self, task_type: str, task_id: str, due_ms: int) -> bool:
+        """Move a dead task back to due at ``due_ms``; returns False if it was not dead."""
+        ...
+
+    async def listen(self, on_wake: WakeCallback) -> None:
+        """Call ``on_wake`` whenever a task becomes the earliest of its type, until cancelled.
+
+        Wake-ups are hints: one may be lost while reconnecting, so callers also wake on
+        their own at the next due time they know of. Reconnects by itself, and calls
+        ``on_wake("*", 0)`` (look at every type again) whenever wake-ups may have been
+        missed: after connecting, and after reconnecting.
+        """

@@ -1,0 +1,56 @@
+"""Every Redis key and channel name duetime uses, built in one place.
+
+All keys of one task type share the hash tag ``{<namespace>:<type>}``, so they live in one
+Redis Cluster slot and one script may touch them all::
+
+    duetime:{ns:type}:due       ZSET  id -> due time (ms)
+    duetime:{ns:type}:running   ZSET  id -> lease deadline (ms)
+    duetime:{ns:type}:lease     HASH  id -> "<token>|<due ms>" while running, and one
+                                      sentinel field that keeps it a hash table
+    duetime:{ns:type}:dead      ZSET  id -> time of death (ms)
+    duetime:{ns:type}:data      HASH  id -> record (JSON: payload, every, until,
+                                      occurrence, failures)
+    duetime:{ns:type}:meta      HASH  s:<id> -> expired leases of the current occurrence,
+                                      e:<id> -> the last error (only for tasks that
+                                      stalled or failed)
+    duetime:{ns:type}:seq       STRING  the last fencing token given out
+
+    duetime:{ns}:wake           pub/sub channel: "<type> <due ms>" when a task becomes
+                                the earliest of its type
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PREFIX = "duetime"
+
+
+@dataclass(frozen=True, slots=True)
+class TypeKeys:
+    """The keys of one task type."""
+
+    due: str
+    running: str
+    dead: str
+    data: str
+    lease: str
+    meta: str
+    seq: str
+
+
+def type_keys(namespace: str, task_type: str) -> TypeKeys:
+    """The keys of ``task_type`` in ``namespace``; both names are validated by the caller."""
+    base = f"{PREFIX}:{{{namespace}:{task_type}}}:"
+    return TypeKeys(*(base + kind for kind in TypeKeys.__slots__))
+
+
+def wake_channel(namespace: str) -> str:
+    """The pub/sub channel on which workers of ``namespace`` are woken."""
+    return f"{PREFIX}:{{{namespace}}}:wake"
+
+
+def parse_lease(value: str) -> tuple[int, int]:
+    """(token, due ms) of a lease value "<token>|<due ms>"."""
+    token, due = value.split("|", 1)
+    return int(token), int(due)

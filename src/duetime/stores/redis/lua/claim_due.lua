@@ -1,0 +1,119 @@
+-- claim_due: reap expired leases, then lease up to `limit` due tasks of one type.
+--
+-- Reaping: a running task whose lease deadline has passed goes back to due (score = now)
+-- and its stall count goes up; past `max stalls` it goes to the dead letters instead.
+-- With at-most-once delivery it goes to the dead letters at once, never to run again. A
+-- task that was rescheduled or cancelled while it ran just loses its lease.
+--
+-- Claiming: each claimed task leaves due, enters running scored by its lease deadline,
+-- and gets a lease "<token>|<due>" with a fresh fencing token (unique per type,
+-- increasing). Claiming an id that still holds a lease (it was rescheduled while it ran)
+-- takes the lease over: the earlier run's outcome will be stale. A due id without a
+-- record is moved to the dead letters with a reason, never dropped.
+--
+-- KEYS[1] due (ZSET id -> due ms), KEYS[2] running (ZSET id -> lease deadline ms),
+-- KEYS[3] data, KEYS[4] lease (HASH id -> "<token>|<due ms>"), KEYS[5] meta, KEYS[6] dead,
+-- KEYS[7] seq (STRING: the last token given out)
+-- ARGV[1] now ms, ARGV[2] limit (>= 0), ARGV[3] lease ms (> 0), ARGV[4] max stalls (>= 0),
+-- ARGV[5] "1" for at-most-once delivery, else "0"
+--
+-- Returns {next, reaped, id1, token1, stalls1, due1, record1, id2, ...}:
+--   next   the earliest due time or lease deadline left, as a string ('' when none);
+--   reaped the number of expired leases handled.
+-- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
+
+local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local meta, dead, seq = KEYS[5], KEYS[6], KEYS[7]
+local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
+                        meta, 'hash', dead, 'zset', seq, 'string'})
+if bad then
+  return {-1, bad}
+end
+local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
+local lease_ms, max_stalls = tonumber(ARGV[3]), tonumber(ARGV[4])
+local at_most_once = ARGV[5] == '1'
+if not (now and limit and lease_ms and max_stalls) or limit < 0 or lease_ms <= 0 then
+  return {-2, 'now, limit, lease and max stalls must be numbers'}
+end
+
+-- Reap at most this many expired leases per call, so one call stays short.
+local REAP_BATCH = 1000
+local expired = redis.call('ZRANGEBYSCORE', running, '-inf', ARGV[1], 'LIMIT', 0, REAP_BATCH)
+for _, id in ipairs(expired) do
+  redis.call('ZREM', running, id)
+  redis.call('HDEL', lease, id)
+  if redis.call('ZSCORE', due, id) or redis.call('HEXISTS', data, id) == 0 then
+    -- rescheduled or cancelled while it ran: the lease just ends
+  elseif at_most_once then
+    redis.call('ZADD', dead, ARGV[1], id)
+    redis.call('HSET', meta, 'e:' .. id, 'lease expired; not run again (at-most-once delivery)')
+  else
+    local stalls = redis.call('HINCRBY', meta, 's:' .. id, 1)
+    if stalls > max_stalls then
+      redis.call('ZADD', dead, ARGV[1], id)
+      redis.call('HSET', meta, 'e:' .. id, 'stalled: its lease expired ' .. stalls .. ' times')
+    else
+      redis.call('ZADD', due, ARGV[1], id)
+    end
+  end
+end
+
+local out = {'', #expired}
+local picked = {}
+if limit > 0 then
+  picked = redis.call('ZRANGEBYSCORE', due, '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, limit)
+end
+if #picked > 0 then
+  local ids, dues = {}, {}
+  for i = 1, #picked, 2 do
+    ids[#ids + 1] = picked[i]
+    dues[#dues + 1] = picked[i + 1]
+  end
+  local records = redis.call('HMGET', data, unpack(ids))
+  -- Stall counts exist only for tasks that stalled: usually there is no meta hash at all.
+  local stalls = {}
+  if redis.call('EXISTS', meta) == 1 then
+    local fields = {}
+    for k, id in ipairs(ids) do
+      fields[k] = 's:' .. id
+    end
+    stalls = redis.call('HMGET', meta, unpack(fields))
+  end
+  bulk('ZREM', due, ids)
+  local good = {}
+  for i, id in ipairs(ids) do
+    if records[i] then
+      good[#good + 1] = i
+    else
+      redis.call('ZADD', dead, ARGV[1], id)
+      redis.call('HSET', meta, 'e:' .. id, 'no record for this id: moved aside')
+    end
+  end
+  if #good > 0 then
+    local last = redis.call('INCRBY', seq, #good)
+    local deadline = string.format('%d', now + lease_ms)
+    local zadd, hset = {}, {SENTINEL, SENTINEL_VALUE}
+    for k, i in ipairs(good) do
+      local id, token = ids[i], last - #good + k
+      zadd[#zadd + 1] = deadline
+      zadd[#zadd + 1] = id
+      hset[#hset + 1] = id
+      hset[#hset + 1] = token .. '|' .. dues[i]
+      out[#out + 1] = id
+      out[#out + 1] = token
+      out[#out + 1] = tonumber(stalls[i] or '0')
+      out[#out + 1] = dues[i]
+      out[#out + 1] = records[i]
+    end
+    bulk('ZADD', running, zadd)
+    bulk('HSET', lease, hset)
+  end
+end
+
+local next_due, next_lease = head_score(due), head_score(running)
+if next_due and next_lease then
+  out[1] = tonumber(next_due) <= tonumber(next_lease) and next_due or next_lease
+else
+  out[1] = next_due or next_lease or ''
+end
+return out

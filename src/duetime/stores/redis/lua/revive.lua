@@ -1,0 +1,32 @@
+-- revive: move a dead task of one type back to due, as a fresh occurrence with its record.
+-- Its stall count and error are cleared; its record keeps its failures. Running it twice gives the same result
+-- (the second call finds nothing dead).
+--
+-- KEYS[1] dead, KEYS[2] due, KEYS[3] data, KEYS[4] meta
+-- ARGV[1] id, ARGV[2] due ms, ARGV[3] wake channel, ARGV[4] task type
+--
+-- Returns {1} when the task was dead and is due again, {0} when it was not dead.
+-- Errors: {-1, key} a key holds another type; {-2, what} bad arguments, or a dead letter
+-- without a record to run (it was moved aside because its record was missing). Nothing
+-- is written.
+
+local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'zset', KEYS[3], 'hash', KEYS[4], 'hash'})
+if bad then
+  return {-1, bad}
+end
+if not tonumber(ARGV[2]) then
+  return {-2, 'due must be a number'}
+end
+local id = ARGV[1]
+if not redis.call('ZSCORE', KEYS[1], id) then
+  return {0}
+end
+if redis.call('HEXISTS', KEYS[3], id) == 0 then
+  return {-2, 'the dead task has no record to run'}
+end
+local head = head_score(KEYS[2])
+redis.call('ZREM', KEYS[1], id)
+redis.call('HDEL', KEYS[4], unpack(meta_fields({id})))
+redis.call('ZADD', KEYS[2], ARGV[2], id)
+wake_if_earlier(ARGV[3], ARGV[4], ARGV[2], head)
+return {1}

@@ -1,0 +1,75 @@
+-- schedule: add tasks of one type, or move and update them when their id exists.
+--
+-- Scheduling an id again starts a new occurrence: it leaves the dead letters, and its
+-- stall count and error are cleared (its failures live in its record, replaced here). A
+-- run of the same id still in progress keeps its lease and finishes; it will not
+-- reschedule over the new occurrence. Running it twice gives the same result (ZADD and
+-- HSET overwrite).
+--
+-- This is the producer's hot path, so it spends few calls: reads check the type of the
+-- keys they touch, and the first write (HSET on data) checks its own, before anything
+-- is written.
+--
+-- KEYS[1] due    ZSET  id -> due time (ms)
+-- KEYS[2] data   HASH  id -> record (JSON)
+-- KEYS[3] dead   ZSET  id -> time of death (ms)
+-- KEYS[4] meta   HASH  s:<id>, e:<id> -> stalls, last error (see the preamble)
+-- ARGV[1] wake channel
+-- ARGV[2] task type (the first word of a wake message)
+-- ARGV[3..] triples: id, due ms (integer string), record; ids are distinct
+--
+-- Returns {n}: the number of tasks written.
+-- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
+
+if #ARGV < 5 or (#ARGV - 2) % 3 ~= 0 then
+  return {-2, 'expected id, due, record triples'}
+end
+local zadd, hset, ids = {}, {}, {}
+local earliest
+for i = 3, #ARGV, 3 do
+  local id, due, record = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  local d = tonumber(due)
+  if not d or id == '' or record == '' then
+    return {-2, 'bad triple at ' .. i}
+  end
+  if not earliest or d < tonumber(earliest) then
+    earliest = due
+  end
+  zadd[#zadd + 1] = due
+  zadd[#zadd + 1] = id
+  hset[#hset + 1] = id
+  hset[#hset + 1] = record
+  ids[#ids + 1] = id
+end
+
+local head = redis.pcall('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if failed(head) then
+  return {-1, KEYS[1]}
+end
+local dead = redis.pcall('ZMSCORE', KEYS[3], unpack(ids))
+if failed(dead) then
+  return {-1, KEYS[3]}
+end
+local has_meta = redis.call('EXISTS', KEYS[4]) == 1
+if has_meta and wrong_type({KEYS[4], 'hash'}) then
+  return {-1, KEYS[4]}
+end
+if failed(redis.pcall('HSET', KEYS[2], unpack(hset, 1, math.min(#hset, 4000)))) then
+  return {-1, KEYS[2]}
+end
+
+-- Written from here on.
+bulk('HSET', KEYS[2], {unpack(hset, 4001)})
+bulk('ZADD', KEYS[1], zadd)
+local revived = {}
+for k, id in ipairs(ids) do
+  if dead[k] then
+    revived[#revived + 1] = id
+  end
+end
+bulk('ZREM', KEYS[3], revived)
+if has_meta then
+  bulk('HDEL', KEYS[4], meta_fields(ids))
+end
+wake_if_earlier(ARGV[1], ARGV[2], earliest, head[2])
+return {#ids}

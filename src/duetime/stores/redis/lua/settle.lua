@@ -1,0 +1,138 @@
+-- settle: record the outcomes of claimed tasks of one type, each checked against its lease.
+--
+-- An outcome whose token no longer holds the task's lease (it expired and was reaped, or
+-- the id was claimed again) is stale: nothing is written for it. Otherwise the run ends
+-- (the task leaves running and its lease goes) and the op says what follows:
+--   done     id token                 nothing: the record goes
+--   done*    lines                    done for several runs, in one argument of
+--                                     "<token>|<id>" lines (ids hold no control
+--                                     characters; one argument is cheaper to send)
+--   next     id token due record      the next occurrence of a periodic task
+--   retry    id token due record err  another attempt of this occurrence
+--   dead     id token record err      the dead letters
+--   release  id token due             back to due (a shutdown hand-back)
+--   file     id record err            (after one of the above, applied only if that one
+--                                     is kept) also file a dead letter under this id:
+--                                     a failed occurrence of a periodic task
+-- When the id was rescheduled while it ran (it is in due again), the new occurrence wins:
+-- only the run's end is recorded. When it was cancelled (no record), next, retry, dead and
+-- release write nothing else either: a cancelled task stays cancelled.
+-- Running it twice is harmless: the second time every outcome is stale.
+--
+-- KEYS[1] due, KEYS[2] running, KEYS[3] data, KEYS[4] lease, KEYS[5] meta, KEYS[6] dead
+-- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4..] ops as above
+--
+-- Returns a list with, per outcome (file entries excluded, each line of done* counted),
+-- 1 (kept) or 0 (stale).
+-- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
+
+local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local meta, dead = KEYS[5], KEYS[6]
+local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
+                        meta, 'hash', dead, 'zset'})
+if bad then
+  return {-1, bad}
+end
+local now = ARGV[1]
+if not tonumber(now) then
+  return {-2, 'now must be a number'}
+end
+
+-- The fields after each op's name.
+local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, file = 3}
+local items, ids = {}, {}
+local i = 4
+while i <= #ARGV do
+  local op = ARGV[i]
+  local n = ARITY[op]
+  if not n or i + n > #ARGV then
+    return {-2, 'bad op at ' .. i}
+  end
+  if op == 'done*' then
+    for line in string.gmatch(ARGV[i + 1], '[^\n]+') do
+      local token, id = string.match(line, '^(%d+)|(.+)$')
+      if not token then
+        return {-2, 'bad line in done* at ' .. (i + 1)}
+      end
+      items[#items + 1] = {op = 'done', id = id, token = token}
+      ids[#ids + 1] = id
+    end
+  elseif op == 'file' then
+    if #items == 0 then
+      return {-2, 'file must follow an outcome'}
+    end
+    items[#items].file = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]}
+  else
+    local item = {op = op, id = ARGV[i + 1], token = ARGV[i + 2]}
+    if op == 'dead' then
+      item.record, item.err = ARGV[i + 3], ARGV[i + 4]
+    elseif op ~= 'done' then
+      item.due, item.record, item.err = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+      if not tonumber(item.due) then
+        return {-2, op .. ' needs a due time'}
+      end
+    end
+    items[#items + 1] = item
+    ids[#ids + 1] = item.id
+  end
+  i = i + n + 1
+end
+if #items == 0 then
+  return {}
+end
+
+local leases = redis.call('HMGET', lease, unpack(ids))
+local moved = redis.call('ZMSCORE', due, unpack(ids))
+local kept, ended, cleared, dropped = {}, {}, {}, {}
+for k, item in ipairs(items) do
+  kept[k] = lease_token(leases[k]) == item.token and 1 or 0
+  if kept[k] == 1 then
+    ended[#ended + 1] = item.id
+    if not moved[k] and (item.op == 'done' or item.op == 'next') then
+      cleared[#cleared + 1] = item.id
+      if item.op == 'done' then
+        dropped[#dropped + 1] = item.id
+      end
+    end
+  end
+end
+
+local head = head_score(due)
+bulk('ZREM', running, ended)
+bulk('HDEL', lease, ended)
+if #cleared > 0 and redis.call('EXISTS', meta) == 1 then
+  bulk('HDEL', meta, meta_fields(cleared))
+end
+bulk('HDEL', data, dropped)
+
+local earliest
+for k, item in ipairs(items) do
+  if kept[k] == 1 then
+    local id, op = item.id, item.op
+    if item.file then
+      redis.call('ZADD', dead, now, item.file[1])
+      redis.call('HSET', data, item.file[1], item.file[2])
+      redis.call('HSET', meta, 'e:' .. item.file[1], item.file[3])
+    end
+    if op ~= 'done' and not moved[k] and redis.call('HEXISTS', data, id) == 1 then
+      if op == 'dead' then
+        redis.call('ZADD', dead, now, id)
+        redis.call('HSET', data, id, item.record)
+        redis.call('HSET', meta, 'e:' .. id, item.err)
+      else
+        redis.call('ZADD', due, item.due, id)
+        if op ~= 'release' then
+          redis.call('HSET', data, id, item.record)
+        end
+        if op == 'retry' then
+          redis.call('HSET', meta, 'e:' .. id, item.err)
+        end
+        if not earliest or tonumber(item.due) < tonumber(earliest) then
+          earliest = item.due
+        end
+      end
+    end
+  end
+end
+wake_if_earlier(ARGV[2], ARGV[3], earliest, head)
+return kept

@@ -1,0 +1,115 @@
+"""The Lua scripts of the Redis store: loaded from ``lua/*.lua``, run by SHA, reloaded on NOSCRIPT.
+
+Each script opens with a header giving its KEYS, ARGV, reply and error codes. Scripts
+report refusals as a reply ``[code, detail]`` with a negative code, before writing
+anything; :func:`check_reply` turns those into :class:`~duetime.errors.ScriptError`.
+
+Scripts are sent on the hot paths (schedule, claim, settle), so :class:`ScriptRunner` sends
+them on a pooled connection with the command packed by hiredis, in C: redis-py packs
+arguments in Python, which on this kind of machine costs more than the round trip. Every
+script gives the same result when run twice, so a call that met a dropped connection is
+sent again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from redis import exceptions as rexc
+from redis.asyncio import Redis
+
+from duetime.errors import ScriptError
+
+_hiredis_pack: Callable[..., Any] | None
+try:
+    from hiredis import pack_command as _hiredis_pack
+except ImportError:  # pragma: no cover - hiredis comes with redis[hiredis]
+    _hiredis_pack = None
+
+_PREAMBLE = "_preamble.lua"
+NAMES = ("schedule", "claim_due", "settle", "extend_lease", "cancel", "revive")
+
+#: What each negative code means.
+CODES = {-1: "a key holds a value of another type", -2: "bad arguments"}
+#: A call that meets a dropped connection is sent again this many times, after waits
+#: doubling from the first up to the cap (about 3 s in all, as redis-py's default).
+SEND_TRIES = 8
+RETRY_FIRST_SECONDS = 0.02
+RETRY_CAP_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    name: str
+    source: str
+    sha: str
+
+
+def _load(name: str) -> Script:
+    folder = resources.files("duetime.stores.redis") / "lua"
+    source = (folder / _PREAMBLE).read_text() + "\n" + (folder / f"{name}.lua").read_text()
+    return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
+
+
+SCRIPTS = {name: _load(name) for name in NAMES}
+
+
+def check_reply(reply: Any) -> Any:
+    """Return ``reply``, or raise ScriptError if it is a refusal ``[negative code, detail]``."""
+    if isinstance(reply, list) and reply and isinstance(reply[0], int) and reply[0] < 0:
+        code = reply[0]
+        detail = str(reply[1]) if len(reply) > 1 else ""
+        if code == -1:
+            raise ScriptError(code, CODES[code], detail)
+        raise ScriptError(code, f"{CODES.get(code, 'unknown refusal')}: {detail}")
+    return reply
+
+
+class ScriptRunner:
+    """Runs the scripts on one client's connection pool."""
+
+    def __init__(self, client: Redis) -> None:
+        self.client = client
+        self._pack: Callable[..., Any] | None = _hiredis_pack
+
+    async def _send(self, *args: Any) -> Any:
+        pool = self.client.connection_pool
+        for attempt in range(SEND_TRIES):
+            conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+            try:
+                packed = self._pack(args) if self._pack else conn.pack_command(*args)
+                await conn.send_packed_command(packed, check_health=False)
+                return await conn.read_response()
+            except (rexc.ConnectionError, rexc.TimeoutError, OSError):
+                await conn.disconnect()
+                if attempt == SEND_TRIES - 1:
+                    raise
+            except rexc.ResponseError:
+                raise
+            except BaseException:
+                # Cancelled (or worse) between sending and reading: the reply is still on
+                # its way, so the connection cannot be used again.
+                await conn.disconnect()
+                raise
+            finally:
+                await pool.release(conn)
+            delay = min(RETRY_CAP_SECONDS, RETRY_FIRST_SECONDS * 2**attempt)
+            await asyncio.sleep(delay * random.uniform(0.5, 1))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        """Run a script by SHA, loading it first if the server does not know it."""
+        script = SCRIPTS[name]
+        try:
+            reply = await self._send("EVALSHA", script.sha, len(keys), *keys, *args)
+        except rexc.NoScriptError:
+            # After a restart, a SCRIPT FLUSH or a failover the server forgets scripts.
+            await self._send("SCRIPT", "LOAD", script.source)
+            reply = await self._send("EVALSHA", script.sha, len(keys), *keys, *args)
+        return check_reply(reply)

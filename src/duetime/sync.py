@@ -1,0 +1,96 @@
+"""A blocking client for code that is not async: a Flask or Django view, a script."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine, Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from duetime.model import Task, TaskInfo
+from duetime.stores.base import State
+
+if TYPE_CHECKING:
+    from duetime.app import App
+
+T = TypeVar("T")
+
+
+class SyncClient:
+    """The producer calls of an :class:`~duetime.app.App`, blocking.
+
+    It runs its own event loop in a background thread with its own store connection, so it
+    can be used from any thread, including one that runs another event loop. Close it with
+    :meth:`close` or a ``with`` block.
+    """
+
+    def __init__(self, app: App) -> None:
+        from duetime.app import App
+
+        self._app = App(
+            app.url,
+            namespace=app.namespace,
+            clock=app._given_clock,
+            max_payload_bytes=app.max_payload_bytes,
+            allow_eviction=app.allow_eviction,
+        )
+        self._app.types = app.types  # the same registry: the types are known here too
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="duetime-sync", daemon=True
+        )
+        self._thread.start()
+        self._closed = False
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._closed:
+            coro.close()
+            raise RuntimeError("the SyncClient is closed")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def schedule(self, task_type: str, task_id: str, **options: Any) -> datetime:
+        """See :meth:`App.schedule`."""
+        return self._call(self._app.schedule(task_type, task_id, **options))
+
+    def schedule_many(self, tasks: Iterable[Task]) -> int:
+        """See :meth:`App.schedule_many`."""
+        return self._call(self._app.schedule_many(list(tasks)))
+
+    def cancel(self, task_type: str, task_id: str) -> bool:
+        """See :meth:`App.cancel`."""
+        return self._call(self._app.cancel(task_type, task_id))
+
+    def retry(self, task_type: str, task_id: str, *, at: datetime | None = None) -> datetime:
+        """See :meth:`App.retry`."""
+        return self._call(self._app.retry(task_type, task_id, at=at))
+
+    def get(self, task_type: str, task_id: str) -> TaskInfo | None:
+        """See :meth:`App.get`."""
+        return self._call(self._app.get(task_type, task_id))
+
+    def list(
+        self, task_type: str, state: State = "due", *, limit: int = 100, offset: int = 0
+    ) -> list[TaskInfo]:
+        """See :meth:`App.list`."""
+        return self._call(self._app.list(task_type, state, limit=limit, offset=offset))
+
+    def counts(self, task_type: str) -> dict[State, int]:
+        """See :meth:`App.counts`."""
+        return self._call(self._app.counts(task_type))
+
+    def close(self) -> None:
+        """Close the connection and stop the background loop."""
+        if self._closed:
+            return
+        self._call(self._app.close())
+        self._closed = True
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+    def __enter__(self) -> SyncClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
