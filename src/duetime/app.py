@@ -16,6 +16,7 @@ from duetime.codec import (
     check_id,
     check_name,
     decode_record,
+    dump_json,
     duration_ms,
     encode_payload,
     encode_record,
@@ -374,7 +375,7 @@ class App:
         return await (await self.open()).cancel(task_type, task_id)
 
     async def retry(self, task_type: str, task_id: str, *, at: datetime | None = None) -> datetime:
-        """Run a dead task again, at ``at`` or now, with fresh attempt counts.
+        """Run a dead task again, at ``at`` or now, with its attempts counted afresh.
 
         Raises:
             TaskNotFound: there is no dead task with this id.
@@ -383,7 +384,20 @@ class App:
         check_id(task_id)
         store = await self.open()
         due = to_ms("at", at) if at is not None else self.clock.now_ms()
-        if not await store.revive(task_type, task_id, due):
+        stored = await store.get(task_type, task_id)
+        if stored is None or stored.state != "dead":
+            raise TaskNotFound(task_type, task_id, "dead")
+        record = None
+        if stored.record is not None:
+            try:
+                old = decode_record(stored.record)
+            except SchemaError:
+                pass  # kept as it is: the worker will file it as corrupt again, with the reason
+            else:
+                record = encode_record(
+                    dump_json(old.payload), old.every_ms, old.until_ms, old.occurrence_ms
+                )
+        if not await store.revive(task_type, task_id, due, record):
             raise TaskNotFound(task_type, task_id, "dead")
         return from_ms(due)
 

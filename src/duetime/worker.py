@@ -83,6 +83,19 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+async def _cancel_until_done(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel tasks and wait for them, cancelling again if one swallowed the cancellation.
+
+    On Python 3.11, asyncio.wait_for (used inside redis-py) can swallow a cancellation that
+    arrives as its inner call completes; a plain cancel() could then leave a task running.
+    """
+    pending = {task for task in tasks if not task.done()}
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.5)
+
+
 class Worker:
     """Runs the handlers of some task types until stopped.
 
@@ -188,8 +201,7 @@ class Worker:
                 await asyncio.gather(*loops)
                 await self._drain()
                 await self._final_flush(store)
-                for helper in helpers:
-                    helper.cancel()
+                await _cancel_until_done(helpers)
         finally:
             self._group = None
             self._loop = None

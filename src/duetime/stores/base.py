@@ -197,8 +197,12 @@ class Store(Protocol):
         """Move the lease deadline of claims atomically; returns the claims whose lease is lost."""
         ...
 
-    async def revive(self, task_type: str, task_id: str, due_ms: int) -> bool:
-        """Move a dead task back to due at ``due_ms``; returns False if it was not dead."""
+    async def revive(
+        self, task_type: str, task_id: str, due_ms: int, record: str | None = None
+    ) -> bool:
+        """Move a dead task back to due at ``due_ms`` atomically, with ``record`` in place
+        of its own if given, its stalls and error cleared; returns False if it was not dead.
+        """
         ...
 
     async def listen(self, on_wake: WakeCallback) -> None:

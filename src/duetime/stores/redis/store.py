@@ -181,11 +181,12 @@ class RedisStore:
         reply = await self._run("cancel", [k.due, k.data, k.dead, k.meta], [task_id])
         return bool(reply[0])
 
-    async def revive(self, task_type: str, task_id: str, due_ms: int) -> bool:
+    async def revive(
+        self, task_type: str, task_id: str, due_ms: int, record: str | None = None
+    ) -> bool:
         k = self.keys(task_type)
-        reply = await self._run(
-            "revive", [k.dead, k.due, k.data, k.meta], [task_id, due_ms, self._channel, task_type]
-        )
+        args = [task_id, due_ms, self._channel, task_type, record or ""]
+        reply = await self._run("revive", [k.dead, k.due, k.data, k.meta], args)
         return bool(reply[0])
 
     async def claim(

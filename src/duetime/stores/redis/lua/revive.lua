@@ -1,9 +1,10 @@
--- revive: move a dead task of one type back to due, as a fresh occurrence with its record.
--- Its stall count and error are cleared; its record keeps its failures. Running it twice gives the same result
--- (the second call finds nothing dead).
+-- revive: move a dead task of one type back to due, with a new record (the caller resets
+-- its failures) or the one it has. Its stall count and error are cleared. Running it twice
+-- gives the same result (the second call finds nothing dead).
 --
 -- KEYS[1] dead, KEYS[2] due, KEYS[3] data, KEYS[4] meta
--- ARGV[1] id, ARGV[2] due ms, ARGV[3] wake channel, ARGV[4] task type
+-- ARGV[1] id, ARGV[2] due ms, ARGV[3] wake channel, ARGV[4] task type,
+-- ARGV[5] the new record, or '' to keep the one stored
 --
 -- Returns {1} when the task was dead and is due again, {0} when it was not dead.
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments, or a dead letter
@@ -26,6 +27,9 @@ if redis.call('HEXISTS', KEYS[3], id) == 0 then
 end
 local head = head_score(KEYS[2])
 redis.call('ZREM', KEYS[1], id)
+if ARGV[5] ~= '' then
+  redis.call('HSET', KEYS[3], id, ARGV[5])
+end
 redis.call('HDEL', KEYS[4], unpack(meta_fields({id})))
 redis.call('ZADD', KEYS[2], ARGV[2], id)
 wake_if_earlier(ARGV[3], ARGV[4], ARGV[2], head)

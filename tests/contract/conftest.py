@@ -1,0 +1,35 @@
+"""The contract suite runs, unchanged, against every store: each test gets an App on each."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+import duetime
+from tests.servers import RedisServer
+
+STORES = ("redis", "sqlite")
+
+
+@pytest.fixture(params=STORES)
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        return server.url
+    return f"sqlite:///{tmp_path / 'duetime.db'}"
+
+
+@pytest.fixture
+async def app(store_url: str, namespace: str) -> AsyncIterator[duetime.App]:
+    app = duetime.App(store_url, namespace=namespace)
+    app.declare("mail", "report")
+    await app.open()
+    yield app
+    await app.close()
+
+
+@pytest.fixture
+async def store(app: duetime.App) -> duetime.stores.base.Store:  # type: ignore[name-defined]
+    return await app.open()
