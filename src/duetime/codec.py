@@ -186,11 +186,12 @@ def decode_record(text: str) -> Record:
     try:
         # scan_once parses the object that starts the text; records are written without
         # surrounding whitespace, so anything else means a record written by something else.
-        doc, end = _scan(text, 0)
+        try:
+            doc, end = _scan(text, 0)
+        except StopIteration:
+            end = -1
         if end != len(text):
             doc = _decoder.decode(text)
-    except StopIteration:
-        raise SchemaError("record is not valid JSON") from None
     except (ValueError, RecursionError) as exc:
         raise SchemaError(f"record is not valid JSON: {exc}") from None
     payload = doc.get("p") if type(doc) is dict else None

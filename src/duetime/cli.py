@@ -1,0 +1,226 @@
+"""The ``duetime`` command: run a worker, and look at or change tasks from a shell."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import click
+
+from duetime.app import App
+from duetime.errors import DuetimeError
+from duetime.model import TaskInfo
+from duetime.stores.base import STATES
+
+T = TypeVar("T")
+
+
+def load_app(target: str) -> App:
+    """The App named by ``module:attribute``, imported from the working directory.
+
+    This is the one place duetime imports code by name, and the name comes from the
+    command line, never from stored data.
+    """
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise click.BadParameter(f"{target!r}: expected module:attribute, e.g. myproject.tasks:app")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise click.BadParameter(f"cannot import {module_name!r}: {exc}") from None
+    app = getattr(module, attribute, None)
+    if not isinstance(app, App):
+        raise click.BadParameter(f"{target!r} is not a duetime.App")
+    return app
+
+
+def _run(app: App, call: Callable[[], Awaitable[T]]) -> T:
+    async def main() -> T:
+        try:
+            return await call()
+        finally:
+            await app.close()
+
+    try:
+        return asyncio.run(main())
+    except DuetimeError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _when(moment: datetime | None) -> str:
+    return "-" if moment is None else moment.astimezone(UTC).isoformat(timespec="milliseconds")
+
+
+def _row(info: TaskInfo) -> str:
+    error = f"  error: {info.error}" if info.error else ""
+    return f"{info.task_id}\t{info.state}\t{_when(info.due)}\tattempts {info.attempts}{error}"
+
+
+app_argument = click.argument("app_path", metavar="MODULE:APP")
+
+
+@click.group()
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
+def main(log_level: str) -> None:
+    """duetime: run work at the moment it is due."""
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+@main.command()
+@app_argument
+@click.option("--type", "types", multiple=True, help="Run only these task types (repeatable).")
+@click.option(
+    "--grace",
+    default=30.0,
+    show_default=True,
+    help="Seconds running handlers get to finish after SIGTERM or SIGINT.",
+)
+def worker(app_path: str, types: tuple[str, ...], grace: float) -> None:
+    """Run a worker for every task type of MODULE:APP until SIGTERM or SIGINT."""
+    app = load_app(app_path)
+    try:
+        app.run(list(types) or None, grace=grace)
+    except DuetimeError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@main.command()
+@app_argument
+@click.argument("task_type")
+@click.argument("task_id")
+@click.option("--at", "at", help="When it is due: an ISO 8601 time with an offset.")
+@click.option("--delay", type=float, help="Seconds from now (by the store's clock).")
+@click.option("--payload", default="{}", show_default=True, help="A JSON object.")
+@click.option("--every", type=float, help="Make it periodic: seconds between occurrences.")
+@click.option("--until", "until", help="The last time an occurrence may be due (ISO 8601).")
+def schedule(
+    app_path: str,
+    task_type: str,
+    task_id: str,
+    at: str | None,
+    delay: float | None,
+    payload: str,
+    every: float | None,
+    until: str | None,
+) -> None:
+    """Schedule (or move) a task."""
+    app = load_app(app_path)
+    try:
+        data = json.loads(payload)
+        due_at = datetime.fromisoformat(at) if at else None
+        end = datetime.fromisoformat(until) if until else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    due = _run(
+        app,
+        lambda: app.schedule(
+            task_type,
+            task_id,
+            at=due_at,
+            delay=delay,
+            payload=data,
+            every=None if every is None else timedelta(seconds=every),
+            until=end,
+        ),
+    )
+    click.echo(f"{task_type}/{task_id} due {_when(due)}")
+
+
+@main.command(name="ls")
+@app_argument
+@click.argument("task_type", required=False)
+@click.option("--state", type=click.Choice(STATES), default="due", show_default=True)
+@click.option("--limit", default=50, show_default=True)
+def list_tasks(app_path: str, task_type: str | None, state: str, limit: int) -> None:
+    """List tasks of one type (or of every type the app knows) in a state, earliest first."""
+    app = load_app(app_path)
+    names = [task_type] if task_type else sorted(app.types)
+
+    async def collect() -> list[tuple[str, list[TaskInfo]]]:
+        return [(name, await app.list(name, state, limit=limit)) for name in names]  # type: ignore[arg-type]
+
+    for name, rows in _run(app, collect):
+        for info in rows:
+            click.echo(f"{name}\t{_row(info)}")
+
+
+@main.command()
+@app_argument
+def stats(app_path: str) -> None:
+    """How many tasks of each type are due, running and dead."""
+    app = load_app(app_path)
+
+    async def collect() -> list[tuple[str, dict[str, int]]]:
+        return [(name, dict(await app.counts(name))) for name in sorted(app.types)]
+
+    click.echo("type\tdue\trunning\tdead")
+    for name, counts in _run(app, collect):
+        click.echo(f"{name}\t{counts['due']}\t{counts['running']}\t{counts['dead']}")
+
+
+@main.command()
+@app_argument
+@click.argument("task_type")
+@click.argument("task_id")
+def show(app_path: str, task_type: str, task_id: str) -> None:
+    """Show one task with its payload."""
+    app = load_app(app_path)
+    info = _run(app, lambda: app.get(task_type, task_id))
+    if info is None:
+        raise click.ClickException(f"no task {task_type}/{task_id}")
+    doc: dict[str, Any] = {
+        "type": info.task_type,
+        "id": info.task_id,
+        "state": info.state,
+        "due": _when(info.due),
+        "attempts": info.attempts,
+        "error": info.error,
+        "every_s": None if info.every is None else info.every.total_seconds(),
+        "until": None if info.until is None else _when(info.until),
+        "lease_expires": None if info.lease_expires is None else _when(info.lease_expires),
+        "payload": info.payload,
+    }
+    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+
+
+@main.command()
+@app_argument
+@click.argument("task_type")
+@click.argument("task_id")
+def cancel(app_path: str, task_type: str, task_id: str) -> None:
+    """Cancel a task, whatever its state."""
+    app = load_app(app_path)
+    if not _run(app, lambda: app.cancel(task_type, task_id)):
+        raise click.ClickException(f"no task {task_type}/{task_id}")
+    click.echo(f"cancelled {task_type}/{task_id}")
+
+
+@main.command()
+@app_argument
+@click.argument("task_type")
+@click.argument("task_id")
+def retry(app_path: str, task_type: str, task_id: str) -> None:
+    """Run a dead task again, now."""
+    app = load_app(app_path)
+    due = _run(app, lambda: app.retry(task_type, task_id))
+    click.echo(f"{task_type}/{task_id} due again {_when(due)}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,232 @@
+"""Redis-only behaviour: the Lua scripts' guards, script reloading, keys, wake-ups, checks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+import redis.asyncio as aredis
+
+import duetime
+from duetime.codec import encode_record
+from duetime.stores.base import NewTask, Outcome
+from duetime.stores.redis.keys import type_keys, wake_channel
+from duetime.stores.redis.store import RedisStore, _check_server
+from tests.servers import RedisServer
+
+T0 = 1_900_000_000_000
+REC = encode_record("{}")
+
+
+@pytest.fixture
+async def raw(redis_url: str) -> AsyncIterator[aredis.Redis]:
+    client = aredis.Redis.from_url(redis_url, decode_responses=True)
+    yield client
+    await client.aclose()
+
+
+@pytest.fixture
+async def store(redis_app: duetime.App) -> RedisStore:
+    redis_app.declare("mail")
+    store = await redis_app.open()
+    assert isinstance(store, RedisStore)
+    return store
+
+
+async def test_a_key_of_the_wrong_type_is_refused_before_anything_is_written(
+    store: RedisStore, raw: aredis.Redis, namespace: str
+) -> None:
+    keys = type_keys(namespace, "mail")
+    await raw.set(keys.dead, "not a sorted set")
+
+    with pytest.raises(duetime.ScriptError) as caught:
+        await store.schedule("mail", [NewTask("a", T0, REC)])
+
+    assert caught.value.key == keys.dead
+    assert await raw.exists(keys.due, keys.data) == 0
+
+
+async def test_claim_checks_every_key_first(
+    store: RedisStore, raw: aredis.Redis, namespace: str
+) -> None:
+    keys = type_keys(namespace, "mail")
+    await store.schedule("mail", [NewTask("a", T0, REC)])
+    await raw.set(keys.running, "oops")
+
+    with pytest.raises(duetime.ScriptError) as caught:
+        await store.claim(
+            "mail", now_ms=T0, limit=10, lease_ms=1000, max_stalls=1, at_most_once=False
+        )
+
+    assert caught.value.key == keys.running
+    assert await raw.zrange(keys.due, 0, -1) == ["a"]  # still due, not half-claimed
+
+
+async def test_a_due_id_without_a_record_is_moved_aside_not_dropped(
+    store: RedisStore, raw: aredis.Redis, namespace: str
+) -> None:
+    keys = type_keys(namespace, "mail")
+    await store.schedule("mail", [NewTask("good", T0, REC)])
+    await raw.zadd(keys.due, {"orphan": T0 - 1})
+
+    batch = await store.claim(
+        "mail", now_ms=T0, limit=10, lease_ms=1000, max_stalls=1, at_most_once=False
+    )
+
+    assert [c.id for c in batch.claims] == ["good"]
+    orphan = await store.get("mail", "orphan")
+    assert orphan is not None and orphan.state == "dead" and orphan.record is None
+    assert orphan.error is not None and "no record" in orphan.error
+
+
+async def test_scripts_are_reloaded_after_the_server_forgets_them(
+    store: RedisStore, raw: aredis.Redis
+) -> None:
+    await store.schedule("mail", [NewTask("a", T0, REC)])
+    await raw.script_flush()
+
+    await store.schedule("mail", [NewTask("b", T0, REC)])
+    batch = await store.claim(
+        "mail", now_ms=T0, limit=10, lease_ms=1000, max_stalls=1, at_most_once=False
+    )
+    assert sorted(c.id for c in batch.claims) == ["a", "b"]
+
+
+async def test_every_key_is_named_after_its_type(
+    store: RedisStore, raw: aredis.Redis, namespace: str
+) -> None:
+    await store.schedule("mail", [NewTask("a", T0, REC)])
+    (claim,) = (
+        await store.claim(
+            "mail", now_ms=T0, limit=1, lease_ms=1000, max_stalls=1, at_most_once=False
+        )
+    ).claims
+    await store.settle("mail", [Outcome("retry", claim, T0 + 1, REC, "boom")], T0)
+
+    names = {key async for key in raw.scan_iter(match=f"duetime:{{{namespace}:*")}
+    assert names == {
+        f"duetime:{{{namespace}:mail}}:{kind}" for kind in ("due", "data", "lease", "meta", "seq")
+    }
+
+
+async def test_the_lease_hash_stays_a_hash_table(
+    store: RedisStore, raw: aredis.Redis, namespace: str
+) -> None:
+    # A small hash of short values is a listpack, where bulk writes cost O(n) per field.
+    await store.schedule("mail", [NewTask(f"t{i}", T0, REC) for i in range(5)])
+    claims = (
+        await store.claim(
+            "mail", now_ms=T0, limit=5, lease_ms=1000, max_stalls=1, at_most_once=False
+        )
+    ).claims
+    await store.settle("mail", [Outcome("done", c) for c in claims], T0)
+
+    assert await raw.object("encoding", type_keys(namespace, "mail").lease) == "hashtable"
+
+
+async def test_workers_are_woken_only_by_a_new_earliest_task(
+    store: RedisStore, raw: aredis.Redis, namespace: str
+) -> None:
+    pubsub = raw.pubsub(ignore_subscribe_messages=True)
+    await pubsub.subscribe(wake_channel(namespace))
+    try:
+        await store.schedule("mail", [NewTask("first", T0, REC)])
+        await store.schedule("mail", [NewTask("later", T0 + 5, REC)])
+        await store.schedule("mail", [NewTask("earlier", T0 - 5, REC)])
+        messages = []
+        deadline = asyncio.get_running_loop().time() + 0.5
+        while asyncio.get_running_loop().time() < deadline:
+            # None also stands for an ignored subscribe confirmation: keep reading.
+            msg = await pubsub.get_message(timeout=0.1)
+            if msg is not None:
+                messages.append(msg["data"])
+    finally:
+        await pubsub.aclose()
+    assert messages == [f"mail {T0}", f"mail {T0 - 5}"]
+
+
+async def test_listen_reports_wake_ups_and_looks_again_after_a_reconnect(
+    store: RedisStore, raw: aredis.Redis
+) -> None:
+    seen: list[tuple[str, int]] = []
+    listener = asyncio.create_task(store.listen(lambda t, ms: seen.append((t, ms))))
+    try:
+        await _until(lambda: ("*", 0) in seen)
+        await store.schedule("mail", [NewTask("a", T0, REC)])
+        await _until(lambda: ("mail", T0) in seen)
+        seen.clear()
+        await raw.client_kill_filter(_type="pubsub")
+        await _until(lambda: ("*", 0) in seen)
+        await store.schedule("mail", [NewTask("b", T0 - 1, REC)])
+        await _until(lambda: ("mail", T0 - 1) in seen)
+    finally:
+        listener.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await listener
+
+
+def test_an_evicting_or_old_server_is_refused() -> None:
+    with pytest.raises(duetime.ConfigError, match="allkeys-lru"):
+        _check_server({"redis_version": "7.0.15", "maxmemory_policy": "allkeys-lru"}, False)
+    with pytest.raises(duetime.ConfigError, match="6.2 or newer"):
+        _check_server({"redis_version": "6.0.9", "maxmemory_policy": "noeviction"}, False)
+    assert (
+        _check_server(
+            {"redis_version": "7.2.4", "maxmemory_policy": "volatile-lru", "aof_enabled": 1}, False
+        )
+        == []
+    )
+
+
+async def test_a_server_without_an_append_only_file_is_warned_about(
+    redis_url: str, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = duetime.App(redis_url, namespace=namespace)
+
+    @app.task("t")
+    async def handler(payload: dict[str, object]) -> None: ...
+
+    caplog.set_level(logging.WARNING, logger="duetime")
+    worker = app.worker()
+    task = asyncio.create_task(worker.run())
+    await asyncio.wait_for(worker.started.wait(), 5)
+    worker.stop()
+    await task
+    await app.close()
+    assert any("append-only file" in r.getMessage() for r in caplog.records)
+
+
+async def test_with_appendfsync_always_nothing_is_warned_about(namespace: str) -> None:
+    server = RedisServer("--appendonly", "yes", "--appendfsync", "always").start()
+    try:
+        store = RedisStore(
+            duetime.stores.redis.store.RedisConfig(url=server.url, namespace=namespace)
+        )
+        await store.open()
+        assert store.durability_warnings() == []
+        await store.close()
+    finally:
+        server.cleanup()
+
+
+async def test_a_bad_url_is_a_config_error() -> None:
+    with pytest.raises(duetime.ConfigError):
+        await duetime.App("redis://:bad:port:x/0").open()
+    with pytest.raises(duetime.ConfigError, match="unknown store URL scheme"):
+        await duetime.App("mongodb://x").open()
+
+
+async def test_an_unreachable_redis_is_store_unavailable(namespace: str) -> None:
+    from tests.servers import free_port
+
+    app = duetime.App(f"redis://127.0.0.1:{free_port()}/0", namespace=namespace)
+    with pytest.raises(duetime.StoreUnavailable):
+        await app.open()
+
+
+async def _until(check: object, within: float = 3.0) -> None:
+    from tests.helpers import eventually
+
+    await eventually(check, within=within)  # type: ignore[arg-type]

@@ -1,0 +1,42 @@
+"""Clocks: the store clock follows the store, not this machine's wall clock."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from duetime import ManualClock, StoreClock
+
+
+async def test_the_store_clock_is_anchored_to_the_store_and_advances_monotonically(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store_now = 5_000_000.0
+
+    async def read() -> float:
+        return store_now
+
+    clock = StoreClock(read)
+    assert clock.stale()
+    with pytest.raises(RuntimeError):
+        clock.now_ms()
+    await clock.sync()
+
+    # This machine's wall clock jumps by an hour: the store clock does not care.
+    monkeypatch.setattr(time, "time", lambda: 10**12)
+    first = clock.now_ms()
+    await asyncio.sleep(0.02)
+    second = clock.now_ms()
+    assert 5_000_000 <= first < 5_000_050
+    assert 15 <= second - first < 200
+    assert not clock.stale()
+
+
+def test_the_manual_clock_moves_when_told() -> None:
+    clock = ManualClock(100)
+    clock.advance(50)
+    assert clock.now_ms() == 150
+    clock.set(7)
+    assert clock.now_ms() == 7
