@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from duetime.app import App, TaskType
+from duetime.app import App
 from duetime.clock import Clock, ManualClock, StoreClock, SystemClock
 from duetime.errors import (
     Abort,
@@ -12,6 +12,7 @@ from duetime.errors import (
     NotFound,
     PayloadError,
     Retry,
+    ScheduleNotFound,
     SchemaError,
     ScriptError,
     StoreError,
@@ -22,7 +23,9 @@ from duetime.errors import (
 )
 from duetime.merge import deep_merge
 from duetime.model import Backoff, Context, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
+from duetime.schedules import CronInfo
 from duetime.sync import SyncClient
+from duetime.tasktype import TaskType
 from duetime.worker import Worker
 
 __version__ = "0.1.0"
@@ -33,6 +36,7 @@ __all__ = [
     "Backoff",
     "Clock",
     "ConfigError",
+    "CronInfo",
     "Context",
     "DuetimeError",
     "LeaseLost",
@@ -42,6 +46,7 @@ __all__ = [
     "PayloadError",
     "Reschedule",
     "Retry",
+    "ScheduleNotFound",
     "SchemaError",
     "ScriptError",
     "StoreClock",

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -17,13 +15,13 @@ from duetime.codec import (
     check_name,
     decode_record,
     dump_json,
-    duration_ms,
-    encode_payload,
     encode_record,
     from_ms,
     to_ms,
 )
 from duetime.config import open_store, resolve_url
+from duetime.convert import build_policy, to_info, to_new_task
+from duetime.cronapi import CronMethods
 from duetime.errors import (
     DuetimeError,
     SchemaError,
@@ -35,18 +33,18 @@ from duetime.model import (
     DEFAULT_CONCURRENCY,
     DEFAULT_LEASE,
     DEFAULT_MAX_STALLS,
-    DEFAULT_RETRIES,
     DEFAULT_TIMEOUT,
     Backoff,
     Context,
     Delivery,
     Pacing,
-    Reschedule,
     Task,
     TaskInfo,
     TaskPolicy,
 )
-from duetime.stores.base import STATES, NewTask, State, Store, StoredTask
+from duetime.schedules import Schedules
+from duetime.stores.base import STATES, NewTask, State, Store
+from duetime.tasktype import Handler, TaskType, call_mode
 
 if TYPE_CHECKING:
     from duetime.sync import SyncClient
@@ -54,67 +52,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[..., Any]
-Hook = Callable[..., "Reschedule | bool | None | Awaitable[Reschedule | bool | None]"]
 
-
-def _positional_arity(fn: Callable[..., Any]) -> int:
-    params = inspect.signature(fn).parameters.values()
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
-        return 2
-    return sum(1 for p in params if p.kind in kinds)
-
-
-@dataclass(eq=False)
-class TaskType:
-    """A registered task type: its name, handler, policy and reschedule hook.
-
-    ``@app.task(...)`` returns one. Calling it calls the handler; ``.schedule(id, ...)`` is
-    ``app.schedule(name, id, ...)``; ``@handler.reschedule`` sets the reschedule hook.
-    """
-
-    app: App
-    name: str
-    handler: Handler | None
-    policy: TaskPolicy
-    pacing: Pacing
-    hook: Hook | None = None
-    is_async: bool = field(init=False)
-    takes_ctx: bool = field(init=False)
-    hook_takes_ctx: bool = field(init=False, default=False)
-
-    def __post_init__(self) -> None:
-        fn = self.handler
-        self.is_async = fn is not None and inspect.iscoroutinefunction(fn)
-        self.takes_ctx = fn is not None and _positional_arity(fn) >= 2
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self.handler is None:
-            raise TypeError(f"task type {self.name!r} is declared without a handler")
-        return self.handler(*args, **kwargs)
-
-    def reschedule(self, hook: Hook) -> Hook:
-        """Decorate the hook that decides whether a periodic task goes on, and with what.
-
-        The hook gets the payload (and the Context if it takes two arguments) after each
-        occurrence and returns True or None to go on unchanged, False to end the series,
-        or a :class:`Reschedule` with payload changes to deep-merge and an optional time.
-        It may be async. If it raises, the series goes on unchanged and the error is
-        logged: a failing hook never ends a series.
-        """
-        if not callable(hook):
-            raise ValidationError("hook", "must be callable")
-        self.hook = hook
-        self.hook_takes_ctx = _positional_arity(hook) >= 2
-        return hook
-
-    async def schedule(self, task_id: str, **options: Any) -> datetime:
-        """``app.schedule(<this type>, task_id, **options)``."""
-        return await self.app.schedule(self.name, task_id, **options)
-
-
-class App:
+class App(CronMethods):
     """The registry of task types, and the entry point for producers and workers.
 
     Args:
@@ -148,6 +87,7 @@ class App:
         self.max_payload_bytes = max_payload_bytes
         self.allow_eviction = allow_eviction
         self.types: dict[str, TaskType] = {}
+        self.schedules = Schedules(self)
         self._given_clock = clock
         self._given_store = store
         self._store: Store | None = None
@@ -179,24 +119,11 @@ class App:
             ValidationError: a bad name or option, or a name already registered.
         """
         check_name("task_type", name)
-        if retries is None:
-            retries = 0 if delivery == "at_most_once" else DEFAULT_RETRIES
-        policy = TaskPolicy(
-            concurrency=concurrency,
-            timeout=_as_timedelta("timeout", timeout),
-            retries=retries,
-            backoff=backoff or Backoff(),
-            lease=_as_timedelta("lease", lease) or DEFAULT_LEASE,
-            max_stalls=max_stalls,
-            delivery=delivery,
-        )
+        policy = build_policy(concurrency, timeout, retries, backoff, lease, max_stalls, delivery)
 
         def register(fn: Handler) -> TaskType:
-            if not callable(fn):
-                raise ValidationError("handler", "must be callable")
-            if _positional_arity(fn) < 1:
-                raise ValidationError("handler", "must take (payload) or (payload, ctx)")
-            return self._add(TaskType(self, name, fn, policy, pacing or Pacing()))
+            mode = call_mode(fn, cron=False)
+            return self._add(TaskType(self, name, fn, policy, pacing or Pacing(), mode))
 
         return register
 
@@ -280,28 +207,8 @@ class App:
     # -- producing ----------------------------------------------------------------------
 
     def _new_task(self, task: Task, now_ms: int | None) -> NewTask:
-        """Validate one task and build what the store writes."""
         self._type(task.task_type)
-        check_id(task.task_id)
-        if task.at is not None and task.delay is not None:
-            raise ValidationError("at", "give either at or delay, not both")
-        if task.at is not None:
-            due = to_ms("at", task.at)
-        else:
-            assert now_ms is not None
-            due = now_ms + (
-                0 if task.delay is None else duration_ms("delay", task.delay, allow_zero=True)
-            )
-        payload = encode_payload(task.payload, self.max_payload_bytes)
-        every = None if task.every is None else duration_ms("every", task.every)
-        until = None
-        if task.until is not None:
-            if every is None:
-                raise ValidationError("until", "only applies to periodic tasks (with every)")
-            until = to_ms("until", task.until)
-            if until < due:
-                raise ValidationError("until", "is before the first due time")
-        return NewTask(task.task_id, due, encode_record(payload, every, until))
+        return to_new_task(task, now_ms, self.max_payload_bytes)
 
     async def schedule(
         self,
@@ -408,7 +315,7 @@ class App:
         self._type(task_type)
         check_id(task_id)
         stored = await (await self.open()).get(task_type, task_id)
-        return None if stored is None else _info(task_type, stored)
+        return None if stored is None else to_info(task_type, stored)
 
     async def list(
         self, task_type: str, state: State = "due", *, limit: int = 100, offset: int = 0
@@ -420,7 +327,7 @@ class App:
         if not isinstance(limit, int) or limit < 1 or not isinstance(offset, int) or offset < 0:
             raise ValidationError("limit", "limit must be 1 or more and offset 0 or more")
         rows = await (await self.open()).list_tasks(task_type, state, limit, offset)
-        return [_info(task_type, row) for row in rows]
+        return [to_info(task_type, row) for row in rows]
 
     async def counts(self, task_type: str) -> dict[State, int]:
         """How many tasks of a type are due, running and dead."""
@@ -460,40 +367,3 @@ class App:
         return Context(
             task_type, claim_id, from_ms(occurrence_ms), attempt, occurrence, token, self
         )
-
-
-def _as_timedelta(field_name: str, value: timedelta | float | None) -> timedelta | None:
-    if value is None or isinstance(value, timedelta):
-        return value
-    return timedelta(milliseconds=duration_ms(field_name, value))
-
-
-def _info(task_type: str, stored: StoredTask) -> TaskInfo:
-    payload = every = until = None
-    failures = 0
-    error = stored.error
-    if stored.record is not None:
-        try:
-            record = decode_record(stored.record)
-        except SchemaError as exc:
-            error = f"{error}; {exc}" if error else str(exc)
-        else:
-            payload = record.payload
-            every = None if record.every_ms is None else timedelta(milliseconds=record.every_ms)
-            until = None if record.until_ms is None else from_ms(record.until_ms)
-            failures = record.failures
-    running = stored.state == "running"
-    lease = from_ms(stored.score_ms) if running else None
-    attempts = failures + stored.stalls + (1 if running else 0)
-    return TaskInfo(
-        task_type,
-        stored.id,
-        stored.state,
-        from_ms(stored.due_ms),
-        payload,
-        every,
-        until,
-        attempts,
-        error,
-        lease,
-    )

@@ -17,7 +17,7 @@ import click
 from duetime.app import App
 from duetime.errors import DuetimeError
 from duetime.model import TaskInfo
-from duetime.stores.base import STATES
+from duetime.stores.base import STATES, State
 
 T = TypeVar("T")
 
@@ -166,8 +166,8 @@ def stats(app_path: str) -> None:
     """How many tasks of each type are due, running and dead."""
     app = load_app(app_path)
 
-    async def collect() -> list[tuple[str, dict[str, int]]]:
-        return [(name, dict(await app.counts(name))) for name in sorted(app.types)]
+    async def collect() -> list[tuple[str, dict[State, int]]]:
+        return [(name, await app.counts(name)) for name in sorted(app.types)]
 
     click.echo("type\tdue\trunning\tdead")
     for name, counts in _run(app, collect):
@@ -220,6 +220,35 @@ def retry(app_path: str, task_type: str, task_id: str) -> None:
     app = load_app(app_path)
     due = _run(app, lambda: app.retry(task_type, task_id))
     click.echo(f"{task_type}/{task_id} due again {_when(due)}")
+
+
+@main.command(name="cron")
+@app_argument
+@click.option("--next", "count", default=3, show_default=True, help="Next run times to show.")
+def cron_list(app_path: str, count: int) -> None:
+    """List cron schedules with their next run times."""
+    app = load_app(app_path)
+
+    async def collect() -> list[tuple[Any, list[datetime]]]:
+        rows = []
+        for info in await app.crons():
+            upcoming = [] if info.paused else await app.next_runs(info.name, count)
+            rows.append((info, upcoming))
+        return rows
+
+    for info, upcoming in _run(app, collect):
+        state = (
+            "paused"
+            if info.paused
+            else ("declared, not yet stored" if not info.stored else "active")
+        )
+        click.echo(
+            f"{info.name}\t{info.task_type}\t{info.expression} ({info.tz})\t{state}\t"
+            f"missed={info.missed} overlap={info.overlap}\t"
+            f"missed {info.missed_count}, skipped {info.skipped_count}"
+        )
+        for moment in upcoming:
+            click.echo(f"    next: {moment.isoformat()}")
 
 
 if __name__ == "__main__":  # pragma: no cover

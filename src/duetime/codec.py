@@ -3,11 +3,12 @@
 A task's record is a compact JSON object, readable in the store::
 
     {"p": <payload>, "e": <every ms>, "u": <until ms>, "o": <occurrence due ms>,
-     "f": <failures>}
+     "f": <failures>, "c": <cron schedule>}
 
 Only ``p`` is always there. ``o`` is the due time of the occurrence a retry belongs to, so
 that the occurrence id stays the same however often a retry moves the task; ``f`` counts
-the failed attempts of that occurrence so far.
+the failed attempts of that occurrence so far. ``c`` makes the task a cron schedule (see
+:class:`duetime.cron.CronSpec`); ``o`` is then the tick it waits for.
 """
 
 from __future__ import annotations
@@ -77,8 +78,8 @@ def to_ms(field: str, value: object) -> int:
 
 def from_ms(ms: int) -> datetime:
     """The aware UTC datetime of epoch milliseconds."""
-    # Exact: a float holds epoch ms / 1000 to well under the microsecond it is rounded to.
-    return datetime.fromtimestamp(ms / 1000, UTC)
+    seconds, millis = divmod(ms, 1000)  # integers: exact in any year
+    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=millis * 1000)
 
 
 def duration_ms(field: str, value: object, *, allow_zero: bool = False) -> int:
@@ -147,6 +148,7 @@ def encode_record(
     until_ms: int | None = None,
     occurrence_ms: int | None = None,
     failures: int = 0,
+    cron: dict[str, Any] | None = None,
 ) -> str:
     """The stored record of a task, from its payload's JSON text."""
     parts = ['{"p":', payload_json]
@@ -158,6 +160,8 @@ def encode_record(
         parts.append(f',"o":{occurrence_ms}')
     if failures:
         parts.append(f',"f":{failures}')
+    if cron is not None:
+        parts.append(',"c":' + _encoder.encode(cron))
     parts.append("}")
     return "".join(parts)
 
@@ -170,6 +174,7 @@ class Record(NamedTuple):
     until_ms: int | None = None
     occurrence_ms: int | None = None
     failures: int = 0
+    cron: dict[str, Any] | None = None
 
 
 def _opt_int(doc: dict[str, Any], key: str) -> int | None:
@@ -199,6 +204,10 @@ def decode_record(text: str) -> Record:
         raise SchemaError("record is not an object with a payload object under 'p'")
     if len(doc) == 1:  # the common case: a one-off task's first attempt
         return Record(payload)
+    cron = doc.get("c")
+    if cron is not None and type(cron) is not dict:
+        raise SchemaError("field 'c' of the record is not an object")
+    failures = _opt_int(doc, "f") or 0
     return Record(
-        payload, _opt_int(doc, "e"), _opt_int(doc, "u"), _opt_int(doc, "o"), _opt_int(doc, "f") or 0
+        payload, _opt_int(doc, "e"), _opt_int(doc, "u"), _opt_int(doc, "o"), failures, cron
     )

@@ -13,6 +13,7 @@ Every error duetime raises derives from :class:`DuetimeError`::
         SchemaError                 the store's data or schema is not what duetime expects
       NotFound (LookupError)
         TaskNotFound                no task with that type and id
+        ScheduleNotFound            no cron schedule with that name
       LeaseLost                   a worker no longer holds the task it tried to settle
 
 Control signals live apart, because they are not failures of duetime: a handler raises
@@ -102,6 +103,14 @@ class TaskNotFound(NotFound):
         self.task_id = task_id
         where = f" in state {state!r}" if state else ""
         super().__init__(f"no task {task_type}/{task_id}{where}")
+
+
+class ScheduleNotFound(NotFound):
+    """No cron schedule with this name exists."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        super().__init__(f"no cron schedule named {name!r}")
 
 
 class LeaseLost(DuetimeError):

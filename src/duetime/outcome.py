@@ -72,14 +72,21 @@ def attempt(claim: Claim, record: Record) -> int:
     return record.failures + claim.stalls + 1
 
 
-def success(claim: Claim, record: Record, following: tuple[str, int] | None) -> Outcome:
+#: The next occurrence of a series: its due time and its record.
+Following = tuple[int, str]
+
+
+def periodic_following(record: Record, payload_json: str, due_ms: int) -> Following:
+    """The next occurrence of an ``every`` series, with the payload it will carry."""
+    return due_ms, encode_record(payload_json, record.every_ms, record.until_ms)
+
+
+def success(claim: Claim, following: Following | None) -> Outcome:
     """The outcome of a run that succeeded; ``following`` is the next occurrence, if any."""
     if following is None:
         return Outcome("done", claim)
-    payload_json, due = following
-    return Outcome(
-        "next", claim, due, encode_record(payload_json, record.every_ms, record.until_ms)
-    )
+    due, next_record = following
+    return Outcome("next", claim, due, next_record)
 
 
 def failure(
@@ -91,26 +98,27 @@ def failure(
     *,
     retry_at_ms: int | None = None,
     give_up: bool = False,
-    following: tuple[str, int] | None = None,
+    following: Following | None = None,
 ) -> Outcome:
     """The outcome of a run that failed.
 
-    A retry keeps the occurrence. Once retries are used up (or ``give_up``), a one-off task
-    goes to the dead letters; a periodic task files the failed occurrence there under
-    ``"<id>@<occurrence due ms>"`` and goes on with ``following``.
+    A retry keeps the occurrence (and a cron schedule's definition). Once retries are used
+    up (or ``give_up``), a one-off task goes to the dead letters; a series (``every`` or
+    cron) files the failed occurrence there under ``"<id>@<occurrence due ms>"`` and goes
+    on with ``following``.
     """
     failures = record.failures + 1
     occ = occurrence_ms(claim, record)
     payload_json = dump_json(record.payload)
     if not give_up and failures <= policy.retries:
         due = retry_at_ms if retry_at_ms is not None else now_ms + policy.backoff.delay_ms(failures)
-        retry_record = encode_record(payload_json, record.every_ms, record.until_ms, occ, failures)
+        retry_record = encode_record(
+            payload_json, record.every_ms, record.until_ms, occ, failures, record.cron
+        )
         return Outcome("retry", claim, due, retry_record, error)
-    if record.every_ms is None:
+    if record.every_ms is None and record.cron is None:
         dead_record = encode_record(payload_json, None, None, occ, failures)
         return Outcome("dead", claim, None, dead_record, error)
     dead_id = claim.id if claim.id.endswith(f"@{occ}") else f"{claim.id}@{occ}"
     dead_record = encode_record(payload_json, occurrence_ms=occ, failures=failures)
-    return success(claim, record, following)._replace(
-        error=error, dead_id=dead_id, dead_record=dead_record
-    )
+    return success(claim, following)._replace(error=error, dead_id=dead_id, dead_record=dead_record)

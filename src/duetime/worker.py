@@ -9,32 +9,22 @@ round trip per batch, never per task. One renewer extends the leases of everythi
 from __future__ import annotations
 
 import asyncio
-import functools
-import inspect
 import logging
 import random
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from duetime.clock import RESAMPLE_SECONDS, StoreClock
-from duetime.codec import Record, decode_record, dump_json, duration_ms, to_ms
-from duetime.errors import Abort, Retry, SchemaError, StoreError, ValidationError
-from duetime.outcome import (
-    apply_hook,
-    attempt,
-    failure,
-    next_occurrence,
-    occurrence_ms,
-    success,
-)
+from duetime.codec import duration_ms
+from duetime.errors import StoreError, ValidationError
+from duetime.execute import Executor
 from duetime.stores.base import Claim, Outcome, Store
 
 if TYPE_CHECKING:
-    from duetime.app import App, TaskType
-    from duetime.model import Context
+    from duetime.app import App
+    from duetime.tasktype import TaskType
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +37,6 @@ ERROR_BACKOFF_CAP = 5.0
 #: Settling at shutdown gives up after this many failed tries (the leases then expire and
 #: the tasks run again elsewhere: nothing is lost).
 FINAL_SETTLE_TRIES = 5
-
-
-class _TimedOut(Exception):
-    pass
 
 
 @dataclass(eq=False, slots=True)
@@ -76,11 +62,6 @@ class _Runner:
 
 def _backoff(failures: int) -> float:
     return min(ERROR_BACKOFF_CAP, ERROR_BACKOFF_FIRST * 2.0**failures) * random.uniform(0.5, 1)
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 async def _cancel_until_done(tasks: list[asyncio.Task[Any]]) -> None:
@@ -132,6 +113,7 @@ class Worker:
         self._group: asyncio.TaskGroup | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._executor: Executor | None = None
 
     # -- control ------------------------------------------------------------------------
 
@@ -173,6 +155,9 @@ class Worker:
         """Run until :meth:`stop` is called; then finish or hand back every claimed task."""
         self._loop = asyncio.get_running_loop()
         store = await self.app.open()
+        for declared in self.app.schedules.declared.values():
+            if declared.task_type in self._runners:
+                await self.app.schedules.upsert(declared)
         for warning in store.durability_warnings():
             log.warning("%s", warning)
         sync_slots = sum(
@@ -182,6 +167,7 @@ class Worker:
         )
         if sync_slots:
             self._pool = ThreadPoolExecutor(sync_slots, thread_name_prefix="duetime-handler")
+        self._executor = Executor(self.app, self._pool)
         log.info(
             "worker started: types %s, namespace %s", ", ".join(self._runners), self.app.namespace
         )
@@ -284,143 +270,15 @@ class Worker:
     # -- running ------------------------------------------------------------------------
 
     async def _execute(self, runner: _Runner, run: _Run) -> None:
-        claim, task_type = run.claim, runner.task_type
+        assert self._executor is not None
         try:
-            record = decode_record(claim.record)
-        except SchemaError as exc:
-            log.error(
-                "%s/%s: corrupt record, sent to the dead letters: %s", task_type.name, claim.id, exc
-            )
-            self._finish(
-                runner, run, Outcome("dead", claim, None, claim.record, f"corrupt record: {exc}")
-            )
-            return
-        occ = occurrence_ms(claim, record)
-        ctx = self.app.context(task_type.name, claim.id, attempt(claim, record), occ, claim.token)
-        try:
-            if task_type.is_async and runner.timeout is None:  # the shortest path
-                await task_type.handler(
-                    *((record.payload, ctx) if task_type.takes_ctx else (record.payload,))
-                )  # type: ignore[misc]
-            else:
-                await self._call(runner, record.payload, ctx)
+            outcome = await self._executor.run(runner.task_type, runner.timeout, run.claim)
         except asyncio.CancelledError:
             # Cut short by the end of the grace period: hand the task back.
+            claim = run.claim
             self._finish(runner, run, Outcome("release", claim, claim.due_ms))
             raise
-        except Exception as exc:
-            outcome = await self._failed(runner, claim, record, ctx, exc)
-        else:
-            following = None
-            if record.every_ms is not None:
-                following = await self._following(task_type, claim, occ, ctx)
-            outcome = success(claim, record, following)
         self._finish(runner, run, outcome)
-
-    async def _call(self, runner: _Runner, payload: dict[str, Any], ctx: Context) -> None:
-        task_type = runner.task_type
-        handler = task_type.handler
-        assert handler is not None
-        args = (payload, ctx) if task_type.takes_ctx else (payload,)
-        timeout = runner.timeout
-        if task_type.is_async:
-            if timeout is None:
-                await handler(*args)
-                return
-            async with asyncio.timeout(timeout) as scope:
-                try:
-                    await handler(*args)
-                except asyncio.CancelledError:
-                    if scope.expired():
-                        raise _TimedOut(f"timed out after {timeout:g} s") from None
-                    raise
-            return
-        future = asyncio.get_running_loop().run_in_executor(
-            self._pool, functools.partial(handler, *args)
-        )
-        try:
-            await asyncio.wait_for(future, timeout)
-        except TimeoutError:
-            if not future.done() or future.cancelled():
-                raise _TimedOut(f"timed out after {timeout:g} s (its thread runs on)") from None
-            raise
-
-    async def _failed(
-        self, runner: _Runner, claim: Claim, record: Record, ctx: Context, exc: Exception
-    ) -> Outcome:
-        task_type = runner.task_type
-        now = self.app.clock.now_ms()
-        retry_at = None
-        give_up = isinstance(exc, Abort)
-        error = exc.reason if isinstance(exc, Abort | Retry) else _describe(exc)
-        if isinstance(exc, Retry) and isinstance(exc.after, datetime):
-            retry_at = to_ms("Retry.after", exc.after)
-        elif isinstance(exc, Retry) and exc.after is not None:
-            retry_at = now + duration_ms("Retry.after", exc.after, allow_zero=True)
-        following = None
-        if record.every_ms is not None and (
-            give_up or record.failures + 1 > task_type.policy.retries
-        ):
-            following = await self._following(task_type, claim, occurrence_ms(claim, record), ctx)
-        outcome = failure(
-            claim,
-            record,
-            task_type.policy,
-            now,
-            error,
-            retry_at_ms=retry_at,
-            give_up=give_up,
-            following=following,
-        )
-        if outcome.op == "retry":
-            log.info(
-                "%s/%s attempt %d failed (%s); retry at %d",
-                task_type.name,
-                claim.id,
-                ctx.attempt,
-                error,
-                outcome.due_ms,
-            )
-        else:
-            log.warning(
-                "%s/%s attempt %d failed (%s); sent to the dead letters",
-                task_type.name,
-                claim.id,
-                ctx.attempt,
-                error,
-            )
-        return outcome
-
-    async def _following(
-        self, task_type: TaskType, claim: Claim, occ: int, ctx: Context
-    ) -> tuple[str, int] | None:
-        # A fresh copy: the handler may have changed the dict it was given.
-        record = decode_record(claim.record)
-        following = next_occurrence(record, occ, self.app.clock.now_ms())
-        if following is None:
-            return None
-        if following.skipped:
-            log.warning(
-                "%s/%s: %d missed occurrences skipped; the latest runs now",
-                task_type.name,
-                claim.id,
-                following.skipped,
-            )
-        if task_type.hook is None:
-            return dump_json(record.payload), following.due_ms
-        try:
-            args = (record.payload, ctx) if task_type.hook_takes_ctx else (record.payload,)
-            answer = task_type.hook(*args)
-            if inspect.isawaitable(answer):
-                answer = await answer
-            return apply_hook(answer, record.payload, following.due_ms, self.app.max_payload_bytes)
-        except Exception:
-            log.exception(
-                "%s/%s: reschedule hook failed; the series goes on unchanged",
-                task_type.name,
-                claim.id,
-            )
-            return dump_json(record.payload), following.due_ms
 
     def _finish(self, runner: _Runner, run: _Run, outcome: Outcome, started: bool = True) -> None:
         if started:

@@ -8,7 +8,14 @@ import pytest
 
 from duetime import Backoff, Reschedule, TaskPolicy, ValidationError
 from duetime.codec import Record, decode_record, encode_record
-from duetime.outcome import apply_hook, attempt, failure, next_occurrence, success
+from duetime.outcome import (
+    apply_hook,
+    attempt,
+    failure,
+    next_occurrence,
+    periodic_following,
+    success,
+)
 from duetime.stores.base import Claim
 
 DAY = 86_400_000
@@ -85,7 +92,7 @@ def test_a_periodic_task_out_of_retries_files_the_occurrence_and_goes_on() -> No
         policy,
         DAY + 5,
         "boom",
-        following=('{"k":1}', 2 * DAY),
+        following=periodic_following(decode_record(rec), '{"k":1}', 2 * DAY),
     )
     assert (out.op, out.due_ms, out.dead_id, out.error) == ("next", 2 * DAY, f"t@{DAY}", "boom")
     filed = decode_record(out.dead_record)
@@ -100,8 +107,8 @@ def test_abort_skips_the_remaining_retries() -> None:
 
 def test_success_of_a_one_off_and_of_a_periodic_task() -> None:
     rec = encode_record("{}", every_ms=DAY, until_ms=9 * DAY)
-    assert success(claim(rec), decode_record(rec), None).op == "done"
-    out = success(claim(rec), decode_record(rec), ('{"n":2}', 2 * DAY))
+    assert success(claim(rec), None).op == "done"
+    out = success(claim(rec), periodic_following(decode_record(rec), '{"n":2}', 2 * DAY))
     assert (out.op, out.due_ms) == ("next", 2 * DAY)
     assert decode_record(out.record) == Record({"n": 2}, DAY, 9 * DAY)
 

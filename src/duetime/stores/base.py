@@ -77,6 +77,7 @@ class Outcome(NamedTuple):
     error: str = ""
     dead_id: str = ""
     dead_record: str = ""
+    spawn: NewTask | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,8 +125,12 @@ class Store(Protocol):
         """The store's own clock, in epoch milliseconds (one round trip)."""
         ...
 
-    async def schedule(self, task_type: str, tasks: Sequence[NewTask]) -> None:
+    async def schedule(
+        self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
+    ) -> None:
         """Write tasks atomically: add new ids, move and update existing ones.
+
+        With ``only_new``, ids that exist already (due, running or dead) are left alone.
 
         A scheduled id leaves the dead letters and starts a new occurrence (attempt and
         stall counts cleared). A run of the same id in progress keeps its lease, and its
@@ -187,7 +192,9 @@ class Store(Protocol):
         ``error``, ``release`` hands it back to due at ``due_ms`` as it was. A task
         rescheduled while it ran keeps the new occurrence; a task cancelled while it ran
         stays cancelled. ``dead_id`` also files a dead letter under that id with
-        ``dead_record`` and ``error``. Stall counts and errors go with done and next.
+        ``dead_record`` and ``error``. ``spawn`` also schedules a new task of the type (a
+        cron tick handed off to run on its own). Stall counts and errors go with done and
+        next.
         """
         ...
 
@@ -203,6 +210,18 @@ class Store(Protocol):
         """Move a dead task back to due at ``due_ms`` atomically, with ``record`` in place
         of its own if given, its stalls and error cleared; returns False if it was not dead.
         """
+        ...
+
+    async def add_schedule_name(self, name: str, task_type: str) -> str:
+        """Record that the cron schedule ``name`` lives in ``task_type``, unless the name is
+        taken already; returns the task type the name belongs to, atomically."""
+        ...
+
+    async def remove_schedule_name(self, name: str) -> None:
+        """Forget the cron schedule ``name``. Safe to call twice."""
+
+    async def schedule_names(self) -> dict[str, str]:
+        """Every cron schedule name of the namespace, with the task type it lives in."""
         ...
 
     async def listen(self, on_wake: WakeCallback) -> None:

@@ -15,6 +15,8 @@ Redis Cluster slot and one script may touch them all::
                                       stalled or failed)
     duetime:{ns:type}:seq       STRING  the last fencing token given out
 
+    duetime:{ns}:crons          HASH  cron schedule name -> the task type it lives in
+
     duetime:{ns}:wake           pub/sub channel: "<type> <due ms>" when a task becomes
                                 the earliest of its type
 """
@@ -43,6 +45,11 @@ def type_keys(namespace: str, task_type: str) -> TypeKeys:
     """The keys of ``task_type`` in ``namespace``; both names are validated by the caller."""
     base = f"{PREFIX}:{{{namespace}:{task_type}}}:"
     return TypeKeys(*(base + kind for kind in TypeKeys.__slots__))
+
+
+def cron_index(namespace: str) -> str:
+    """The hash of the namespace's cron schedule names and their task types."""
+    return f"{PREFIX}:{{{namespace}}}:crons"
 
 
 def wake_channel(namespace: str) -> str:

@@ -25,7 +25,13 @@ from duetime.stores.base import (
     WakeCallback,
 )
 from duetime.stores.redis import scripts
-from duetime.stores.redis.keys import TypeKeys, parse_lease, type_keys, wake_channel
+from duetime.stores.redis.keys import (
+    TypeKeys,
+    cron_index,
+    parse_lease,
+    type_keys,
+    wake_channel,
+)
 
 log = logging.getLogger(__name__)
 
@@ -148,20 +154,22 @@ class RedisStore:
         except rexc.RedisError as exc:
             raise StoreError(f"Redis error during {name}: {exc}") from exc
 
-    async def schedule(self, task_type: str, tasks: Sequence[NewTask]) -> None:
+    async def schedule(
+        self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
+    ) -> None:
         k = self.keys(task_type)
         keys = [k.due, k.data, k.dead, k.meta]
+        mode = "1" if only_new else "0"
         if len(tasks) == 1:
             task = tasks[0]
-            await self._run(
-                "schedule", keys, [self._channel, task_type, task.id, task.due_ms, task.record]
-            )
+            one = [self._channel, task_type, mode, task.id, task.due_ms, task.record]
+            await self._run("schedule", keys, one)
             return
         # Within one batch the last task of an id wins, as if scheduled one by one.
         unique = list({task.id: task for task in tasks}.values())
-        chunks = []
+        chunks: list[list[Any]] = []
         for start in range(0, len(unique), SCHEDULE_CHUNK):
-            args: list[Any] = [self._channel, task_type]
+            args: list[Any] = [self._channel, task_type, mode]
             for task in unique[start : start + SCHEDULE_CHUNK]:
                 args += (task.id, task.due_ms, task.record)
             chunks.append(args)
@@ -218,10 +226,10 @@ class RedisStore:
             chunk = outcomes[start : start + SETTLE_CHUNK]
             # Plain completions go first, in one argument; the script answers in the order
             # it was given, and the answers are put back in the order of the outcomes.
-            done = [o for o in chunk if o.op == "done" and not o.dead_id]
+            done = [o for o in chunk if o.op == "done" and not o.dead_id and o.spawn is None]
             lines = [f"{o.claim.token}|{o.claim.id}" for o in done]
             if lines and not any("\n" in line for line in lines):
-                rest = [o for o in chunk if o.op != "done" or o.dead_id]
+                rest = [o for o in chunk if o.op != "done" or o.dead_id or o.spawn is not None]
                 args: list[Any] = [now_ms, self._channel, task_type, "done*", "\n".join(lines)]
             else:
                 done, rest = [], list(chunk)
@@ -302,6 +310,24 @@ class RedisStore:
             counts = await pipe.execute()
         return dict(zip(STATES, counts, strict=True))
 
+    # -- cron schedule names ---------------------------------------------------------------
+
+    async def add_schedule_name(self, name: str, task_type: str) -> str:
+        index = cron_index(self.config.namespace)
+        async with _errors("add_schedule_name"):
+            await self.client.hsetnx(index, name, task_type)
+            owner = await self.client.hget(index, name)
+        return str(owner) if owner else task_type
+
+    async def remove_schedule_name(self, name: str) -> None:
+        async with _errors("remove_schedule_name"):
+            await self.client.hdel(cron_index(self.config.namespace), name)
+
+    async def schedule_names(self) -> dict[str, str]:
+        async with _errors("schedule_names"):
+            names = await self.client.hgetall(cron_index(self.config.namespace))
+        return {str(name): str(owner) for name, owner in names.items()}
+
     # -- wake-ups -----------------------------------------------------------------------
 
     async def listen(self, on_wake: WakeCallback) -> None:
@@ -345,6 +371,8 @@ def _settle_args(o: Outcome) -> tuple[Any, ...]:
         args = ("retry", c.id, c.token, o.due_ms, o.record, o.error)
     if o.dead_id:
         args += ("file", o.dead_id, o.dead_record, o.error)
+    if o.spawn is not None:
+        args += ("spawn", o.spawn.id, o.spawn.due_ms, o.spawn.record)
     return args
 
 

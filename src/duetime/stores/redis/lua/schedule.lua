@@ -16,30 +16,51 @@
 -- KEYS[4] meta   HASH  s:<id>, e:<id> -> stalls, last error (see the preamble)
 -- ARGV[1] wake channel
 -- ARGV[2] task type (the first word of a wake message)
--- ARGV[3..] triples: id, due ms (integer string), record; ids are distinct
+-- ARGV[3] "1" to write only ids that do not exist yet (due, running or dead), else "0"
+-- ARGV[4..] triples: id, due ms (integer string), record; ids are distinct
 --
 -- Returns {n}: the number of tasks written.
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
-if #ARGV < 5 or (#ARGV - 2) % 3 ~= 0 then
+if #ARGV < 6 or (#ARGV - 3) % 3 ~= 0 then
   return {-2, 'expected id, due, record triples'}
+end
+local only_new = ARGV[3] == '1'
+local existing = {}
+if only_new then
+  local ids = {}
+  for i = 4, #ARGV, 3 do
+    ids[#ids + 1] = ARGV[i]
+  end
+  local found = redis.pcall('HMGET', KEYS[2], unpack(ids))
+  if failed(found) then
+    return {-1, KEYS[2]}
+  end
+  for k, id in ipairs(ids) do
+    existing[id] = found[k] ~= false
+  end
 end
 local zadd, hset, ids = {}, {}, {}
 local earliest
-for i = 3, #ARGV, 3 do
+for i = 4, #ARGV, 3 do
   local id, due, record = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local d = tonumber(due)
   if not d or id == '' or record == '' then
     return {-2, 'bad triple at ' .. i}
   end
-  if not earliest or d < tonumber(earliest) then
-    earliest = due
+  if not existing[id] then  -- with only_new, an id that exists is left alone
+    if not earliest or d < tonumber(earliest) then
+      earliest = due
+    end
+    zadd[#zadd + 1] = due
+    zadd[#zadd + 1] = id
+    hset[#hset + 1] = id
+    hset[#hset + 1] = record
+    ids[#ids + 1] = id
   end
-  zadd[#zadd + 1] = due
-  zadd[#zadd + 1] = id
-  hset[#hset + 1] = id
-  hset[#hset + 1] = record
-  ids[#ids + 1] = id
+end
+if #ids == 0 then
+  return {0}
 end
 
 local head = redis.pcall('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')

@@ -14,6 +14,9 @@
 --   file     id record err            (after one of the above, applied only if that one
 --                                     is kept) also file a dead letter under this id:
 --                                     a failed occurrence of a periodic task
+--   spawn    id due record            (after one of the above, applied only if that one
+--                                     is kept) also schedule a new task: a cron tick
+--                                     handed off to run on its own
 -- When the id was rescheduled while it ran (it is in due again), the new occurrence wins:
 -- only the run's end is recorded. When it was cancelled (no record), next, retry, dead and
 -- release write nothing else either: a cancelled task stays cancelled.
@@ -39,7 +42,8 @@ if not tonumber(now) then
 end
 
 -- The fields after each op's name.
-local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, file = 3}
+local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, file = 3,
+               spawn = 3}
 local items, ids = {}, {}
 local i = 4
 while i <= #ARGV do
@@ -57,11 +61,14 @@ while i <= #ARGV do
       items[#items + 1] = {op = 'done', id = id, token = token}
       ids[#ids + 1] = id
     end
-  elseif op == 'file' then
+  elseif op == 'file' or op == 'spawn' then
     if #items == 0 then
-      return {-2, 'file must follow an outcome'}
+      return {-2, op .. ' must follow an outcome'}
     end
-    items[#items].file = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]}
+    if op == 'spawn' and not tonumber(ARGV[i + 2]) then
+      return {-2, 'spawn needs a due time'}
+    end
+    items[#items][op] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]}
   else
     local item = {op = op, id = ARGV[i + 1], token = ARGV[i + 2]}
     if op == 'dead' then
@@ -113,6 +120,14 @@ for k, item in ipairs(items) do
       redis.call('ZADD', dead, now, item.file[1])
       redis.call('HSET', data, item.file[1], item.file[2])
       redis.call('HSET', meta, 'e:' .. item.file[1], item.file[3])
+    end
+    if item.spawn then
+      local spawn_id, spawn_due = item.spawn[1], item.spawn[2]
+      redis.call('ZADD', due, spawn_due, spawn_id)
+      redis.call('HSET', data, spawn_id, item.spawn[3])
+      if not earliest or tonumber(spawn_due) < tonumber(earliest) then
+        earliest = spawn_due
+      end
     end
     if op ~= 'done' and not moved[k] and redis.call('HEXISTS', data, id) == 1 then
       if op == 'dead' then

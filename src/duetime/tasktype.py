@@ -1,0 +1,95 @@
+"""A registered task type: its handler, how the handler is called, its policy and hook."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+from duetime.errors import ValidationError
+from duetime.model import Pacing, Reschedule, TaskPolicy
+
+if TYPE_CHECKING:
+    from duetime.app import App
+
+Handler = Callable[..., Any]
+Hook = Callable[..., "Reschedule | bool | None | Awaitable[Reschedule | bool | None]"]
+#: What a handler is given: the payload, the payload and the Context, or (cron handlers
+#: taking one argument) the Context alone.
+CallMode = Literal["payload", "both", "ctx"]
+
+
+def positional_arity(fn: Callable[..., Any]) -> int:
+    """How many positional arguments ``fn`` takes (2 for ``*args``)."""
+    params = inspect.signature(fn).parameters.values()
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 2
+    return sum(1 for p in params if p.kind in kinds)
+
+
+def call_mode(fn: Handler, *, cron: bool) -> CallMode:
+    """How to call a handler, from its signature; raises ValidationError if it cannot be."""
+    if not callable(fn):
+        raise ValidationError("handler", "must be callable")
+    arity = positional_arity(fn)
+    if arity >= 2:
+        return "both"
+    if arity == 1:
+        return "ctx" if cron else "payload"
+    expected = "(ctx) or (payload, ctx)" if cron else "(payload) or (payload, ctx)"
+    raise ValidationError("handler", f"must take {expected}")
+
+
+@dataclass(eq=False)
+class TaskType:
+    """A registered task type: its name, handler, policy and reschedule hook.
+
+    ``@app.task(...)`` returns one. Calling it calls the handler; ``.schedule(id, ...)`` is
+    ``app.schedule(name, id, ...)``; ``@handler.reschedule`` sets the reschedule hook.
+    """
+
+    app: App
+    name: str
+    handler: Handler | None
+    policy: TaskPolicy
+    pacing: Pacing
+    mode: CallMode = "payload"
+    hook: Hook | None = None
+    is_async: bool = field(init=False)
+    hook_takes_ctx: bool = field(init=False, default=False)
+
+    def __post_init__(self) -> None:
+        self.is_async = self.handler is not None and inspect.iscoroutinefunction(self.handler)
+
+    def args(self, payload: dict[str, Any], ctx: Any) -> tuple[Any, ...]:
+        """The arguments the handler is called with."""
+        if self.mode == "payload":
+            return (payload,)
+        return (ctx,) if self.mode == "ctx" else (payload, ctx)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.handler is None:
+            raise TypeError(f"task type {self.name!r} is declared without a handler")
+        return self.handler(*args, **kwargs)
+
+    def reschedule(self, hook: Hook) -> Hook:
+        """Decorate the hook that decides whether a periodic task goes on, and with what.
+
+        The hook gets the payload (and the Context if it takes two arguments) after each
+        occurrence and returns True or None to go on unchanged, False to end the series,
+        or a :class:`Reschedule` with payload changes to deep-merge and an optional time.
+        It may be async. If it raises, the series goes on unchanged and the error is
+        logged: a failing hook never ends a series.
+        """
+        if not callable(hook):
+            raise ValidationError("hook", "must be callable")
+        self.hook = hook
+        self.hook_takes_ctx = positional_arity(hook) >= 2
+        return hook
+
+    async def schedule(self, task_id: str, **options: Any) -> datetime:
+        """``app.schedule(<this type>, task_id, **options)``."""
+        return await self.app.schedule(self.name, task_id, **options)

@@ -1,0 +1,245 @@
+"""Cron expressions, the daylight-saving contract and the missed-tick policies."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from duetime.cron import (
+    MAX_CATCHUP,
+    CronSpec,
+    after_run,
+    next_for_allow,
+    parse_cron,
+    plan_claim,
+)
+from duetime.errors import ValidationError
+
+MADRID, NEW_YORK, UTC = ZoneInfo("Europe/Madrid"), ZoneInfo("America/New_York"), ZoneInfo("UTC")
+
+
+def ms(moment: datetime) -> int:
+    return round(moment.timestamp() * 1000)
+
+
+def local(ticks: list[int], zone: ZoneInfo) -> list[str]:
+    return [datetime.fromtimestamp(t / 1000, zone).isoformat() for t in ticks]
+
+
+# -- the daylight-saving contract ---------------------------------------------------------
+
+DST_CASES = [
+    # zone, expression, the day before the change, the runs over three days
+    (
+        MADRID,
+        "30 2 * * *",
+        datetime(2025, 3, 29, 12, tzinfo=MADRID),  # spring forward
+        ["2025-03-30T03:00:00+02:00", "2025-03-31T02:30:00+02:00", "2025-04-01T02:30:00+02:00"],
+    ),
+    (
+        MADRID,
+        "30 2 * * *",
+        datetime(2025, 10, 25, 12, tzinfo=MADRID),  # fall back
+        ["2025-10-26T02:30:00+02:00", "2025-10-27T02:30:00+01:00", "2025-10-28T02:30:00+01:00"],
+    ),
+    (
+        MADRID,
+        "30 1 * * *",
+        datetime(2025, 10, 25, 12, tzinfo=MADRID),  # 01:30 is not repeated
+        ["2025-10-26T01:30:00+02:00", "2025-10-27T01:30:00+01:00", "2025-10-28T01:30:00+01:00"],
+    ),
+    (
+        NEW_YORK,
+        "30 2 * * *",
+        datetime(2025, 3, 8, 12, tzinfo=NEW_YORK),  # spring forward
+        ["2025-03-09T03:00:00-04:00", "2025-03-10T02:30:00-04:00", "2025-03-11T02:30:00-04:00"],
+    ),
+    (
+        NEW_YORK,
+        "30 1 * * *",
+        datetime(2025, 11, 1, 12, tzinfo=NEW_YORK),  # fall back
+        ["2025-11-02T01:30:00-04:00", "2025-11-03T01:30:00-05:00", "2025-11-04T01:30:00-05:00"],
+    ),
+    (
+        NEW_YORK,
+        "30 1 * * *",
+        datetime(2025, 3, 8, 12, tzinfo=NEW_YORK),  # unaffected
+        ["2025-03-09T01:30:00-05:00", "2025-03-10T01:30:00-04:00", "2025-03-11T01:30:00-04:00"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("zone", "expression", "start", "expected"), DST_CASES)
+def test_each_wall_clock_time_runs_once_a_day_across_dst(
+    zone: ZoneInfo, expression: str, start: datetime, expected: list[str]
+) -> None:
+    ticks = parse_cron(expression, zone.key).ticks(ms(start), 3)
+    assert local(ticks, zone) == expected
+    days = [datetime.fromtimestamp(t / 1000, zone).date() for t in ticks]
+    assert len(set(days)) == 3  # one run per calendar day
+
+
+def test_hourly_schedules_run_at_every_real_hour_across_fall_back() -> None:
+    ticks = parse_cron("0 * * * *", "America/New_York").ticks(
+        ms(datetime(2025, 11, 2, 0, 30, tzinfo=NEW_YORK)), 4
+    )
+    assert local(ticks, NEW_YORK) == [
+        "2025-11-02T01:00:00-04:00",
+        "2025-11-02T01:00:00-05:00",
+        "2025-11-02T02:00:00-05:00",
+        "2025-11-02T03:00:00-05:00",
+    ]
+    assert [b - a for a, b in zip(ticks, ticks[1:], strict=False)] == [3_600_000] * 3
+
+
+# -- expressions --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("expression", "same_as"),
+    [
+        ("@daily", "0 0 * * *"),
+        ("@hourly", "0 * * * *"),
+        ("@weekly", "0 0 * * 0"),
+        ("@monthly", "0 0 1 * *"),
+        ("@yearly", "0 0 1 1 *"),
+        ("@midnight", "0 0 * * *"),
+        ("0 0 ? * MON", "0 0 * * MON"),
+        ("  0   9 *  * 1-5 ", "0 9 * * 1-5"),
+    ],
+)
+def test_aliases_and_spelling_are_normalised(expression: str, same_as: str) -> None:
+    after = ms(datetime(2025, 6, 1, tzinfo=UTC))
+    assert parse_cron(expression).ticks(after, 5) == parse_cron(same_as).ticks(after, 5)
+
+
+def test_an_optional_seconds_field_comes_first() -> None:
+    ticks = parse_cron("*/15 * * * * *").ticks(ms(datetime(2025, 1, 1, tzinfo=UTC)), 3)
+    assert [t % 60_000 for t in ticks] == [15_000, 30_000, 45_000]
+
+
+def test_the_next_tick_is_strictly_later_to_the_millisecond() -> None:
+    expr = parse_cron("* * * * * *")
+    assert expr.next_after(1_000) == 2_000
+    assert expr.next_after(1_999) == 2_000
+    assert expr.next_after(2_000) == 3_000
+
+
+@pytest.mark.parametrize(
+    ("expression", "names"),
+    [
+        ("61 * * * *", "minute"),
+        ("* 25 * * *", "hour"),
+        ("* * 32 * *", "day-of-month"),
+        ("* * * 13 *", "month"),
+        ("* * * * 8", "day-of-week"),
+        ("99 * * * * *", "second"),
+        ("* * *", "3 fields"),
+        ("* * * * * * *", "7 fields"),
+        ("", "non-empty"),
+    ],
+)
+def test_an_invalid_expression_names_the_wrong_field(expression: str, names: str) -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_cron(expression)
+    assert caught.value.field == "cron" and names in str(caught.value)
+
+
+def test_an_unknown_time_zone_is_refused() -> None:
+    with pytest.raises(ValidationError) as caught:
+        parse_cron("0 0 * * *", "Mars/Olympus_Mons")
+    assert caught.value.field == "tz" and "Mars/Olympus_Mons" in str(caught.value)
+
+
+def test_the_shortest_period_is_found() -> None:
+    after = ms(datetime(2025, 1, 1, tzinfo=UTC))
+    assert parse_cron("0 9,17 * * *").shortest_period_ms(after) == 8 * 3_600_000
+    assert parse_cron("*/10 * * * * *").shortest_period_ms(after) == 10_000
+
+
+def test_a_spec_round_trips_through_its_stored_form() -> None:
+    spec = CronSpec(
+        parse_cron("0 0 1 * *", "Europe/Madrid"), "all", "allow", 30_000, 3_600_000, True, 4, 2
+    )
+    assert CronSpec.from_json(spec.to_json()) == spec
+    assert CronSpec.from_json({"x": "@daily", "z": "UTC"}).to_json() == {
+        "x": "0 0 * * *",
+        "z": "UTC",
+    }
+
+
+# -- missed ticks ---------------------------------------------------------------------------
+
+MINUTELY = parse_cron("* * * * *")  # a tick every minute
+DAILY = parse_cron("0 0 * * *")
+T = ms(datetime(2030, 1, 1, tzinfo=UTC))  # a midnight
+MIN = 60_000
+DAY = 86_400_000
+
+
+def spec(expr: object = DAILY, **options: object) -> CronSpec:
+    return CronSpec(expr, **options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("policy", ["skip", "once", "all"])
+def test_a_tick_a_little_late_just_runs(policy: str) -> None:
+    plan = plan_claim(spec(missed=policy), T, T + 3)
+    assert (plan.run_ms, plan.missed, plan.missed_total) == (T, [], 0)
+
+
+def test_skip_runs_nothing_that_was_missed() -> None:
+    plan = plan_claim(spec(missed="skip"), T, T + 2 * DAY + 9 * 3_600_000)  # down 2 days 9 h
+    assert plan.run_ms is None
+    assert plan.missed == [T, T + DAY, T + 2 * DAY] and plan.missed_total == 3
+    assert plan.next_ms == T + 3 * DAY
+
+
+def test_skip_still_runs_the_current_tick_after_missed_ones() -> None:
+    plan = plan_claim(spec(missed="skip"), T, T + 2 * DAY + 5_000)  # 5 s after a tick
+    assert plan.run_ms == T + 2 * DAY and plan.missed == [T, T + DAY]
+
+
+def test_once_runs_one_catch_up_for_every_missed_tick() -> None:
+    plan = plan_claim(spec(missed="once"), T, T + 2 * DAY + 9 * 3_600_000)
+    assert plan.run_ms == T + 2 * DAY and plan.missed == [T, T + DAY] and plan.missed_total == 2
+
+
+def test_once_respects_the_catch_up_window() -> None:
+    plan = plan_claim(spec(missed="once", catchup_ms=3_600_000), T, T + 9 * 3_600_000)
+    assert plan.run_ms is None and plan.missed == [T]
+
+
+def test_all_runs_each_missed_tick_in_turn_oldest_first() -> None:
+    first = plan_claim(spec(missed="all"), T, T + 2 * DAY + 1)
+    assert (first.run_ms, first.missed) == (T, [])
+    # After the run at T, the next claim is for the tick after it, still in the past.
+    following, skipped = after_run(spec(missed="all"), T, T + 2 * DAY + 1, T + 2 * DAY + 5)
+    assert (following, skipped) == (T + DAY, 0)
+
+
+def test_all_is_bounded_and_windowed() -> None:
+    late = plan_claim(spec(MINUTELY, missed="all"), T, T + 500 * MIN)
+    assert late.run_ms == T + (500 - MAX_CATCHUP + 1) * MIN
+    assert late.missed_total == 501 - MAX_CATCHUP
+    windowed = plan_claim(spec(MINUTELY, missed="all", catchup_ms=10 * MIN), T, T + 500 * MIN)
+    assert windowed.run_ms == T + 490 * MIN and windowed.missed_total == 490
+
+
+def test_a_huge_gap_is_counted_without_walking_every_tick() -> None:
+    every_second = parse_cron("* * * * * *")
+    plan = plan_claim(spec(every_second, missed="skip"), T, T + 30 * DAY)
+    assert plan.missed_total >= 2_000_000 and len(plan.missed) <= MAX_CATCHUP + 1
+
+
+def test_ticks_that_came_due_during_a_run_are_skipped() -> None:
+    nxt, skipped = after_run(spec(MINUTELY), T, T + 10, T + 3 * MIN + 10)
+    assert (nxt, skipped) == (T + 4 * MIN, 3)
+    nxt, skipped = after_run(spec(MINUTELY), T, T + 10, T + 20)
+    assert (nxt, skipped) == (T + MIN, 0)
+
+
+def test_overlap_allow_moves_on_at_once() -> None:
+    assert next_for_allow(spec(MINUTELY), T, T + 5) == T + MIN
+    assert next_for_allow(spec(MINUTELY, missed="all"), T, T + 3 * MIN) == T + MIN
