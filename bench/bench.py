@@ -9,6 +9,8 @@ W2  tasks fired per second by one worker process: N due tasks, a no-op async han
     timed from the worker process's start to the last handler (and first to last).
 W3  lateness (handler start minus due time): 2,000 tasks spread over 10 s, p50/p99/max.
 W4  store bytes per pending task with a ~100-byte payload (Redis used_memory growth).
+W5  cron lateness (handler start minus tick): 20 every-second schedules for 30 s (600
+    ticks, 20 at each second); --w5-schedules 200 makes a burst of 200 ticks a second.
 
 Redis runs as a redis-server this script starts on a free port (no persistence, like the
 peer harness), never the machine's shared one.
@@ -83,7 +85,7 @@ async def w1(url: str, n: int) -> dict[str, float]:
 CONCURRENCY = 1000
 
 
-def start_worker(url: str, ns: str, n: int, out: Path) -> subprocess.Popen[bytes]:
+def start_worker(url: str, ns: str, n: int, out: Path, crons: int = 0) -> subprocess.Popen[bytes]:
     cmd = [
         sys.executable,
         str(ROOT / "bench" / "worker_proc.py"),
@@ -97,6 +99,8 @@ def start_worker(url: str, ns: str, n: int, out: Path) -> subprocess.Popen[bytes
         str(out),
         "--concurrency",
         str(CONCURRENCY),
+        "--crons",
+        str(crons),
     ]
     return subprocess.Popen(cmd)
 
@@ -164,6 +168,24 @@ async def w3(url: str, n: int, spread: float, tmp: Path) -> dict[str, float]:
     }
 
 
+async def w5(url: str, schedules: int, seconds: int, tmp: Path) -> dict[str, float]:
+    """Cron lateness: handler start minus tick, for `schedules` every-second schedules."""
+    ns = "w5" + uuid.uuid4().hex[:8]
+    out = tmp / f"{ns}.json"
+    proc = start_worker(url, ns, schedules * seconds, out, crons=schedules)
+    wait_file(out, proc, seconds + 60)
+    proc.wait()
+    data = json.loads(out.read_text())
+    late = sorted((t - d) * 1000 for t, d in data["samples"])
+    return {
+        "n": len(late),
+        "schedules": schedules,
+        "p50_ms": statistics.median(late),
+        "p99_ms": late[int(len(late) * 0.99) - 1],
+        "max_ms": late[-1],
+    }
+
+
 async def w4(url: str, n: int) -> dict[str, float]:
     client = aredis.Redis.from_url(url)
     results = {}
@@ -196,6 +218,8 @@ async def run_store(name: str, url: str, args: argparse.Namespace, tmp: Path) ->
         result["w3"] = await w3(url, args.w3_n, args.w3_spread, tmp)
     if "w4" in args.workloads and name == "redis":
         result["w4"] = await w4(url, args.w4_n)
+    if "w5" in args.workloads:
+        result["w5"] = await w5(url, args.w5_schedules, args.w5_seconds, tmp)
     return result
 
 
@@ -205,13 +229,15 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--stores", default="redis,sqlite")
-    parser.add_argument("--workloads", default="w1,w2,w3,w4")
+    parser.add_argument("--workloads", default="w1,w2,w3,w4,w5")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--w1-n", type=int, default=20_000)
     parser.add_argument("--w2-n", type=int, default=20_000)
     parser.add_argument("--w3-n", type=int, default=2_000)
     parser.add_argument("--w3-spread", type=float, default=10.0)
     parser.add_argument("--w4-n", type=int, default=20_000)
+    parser.add_argument("--w5-schedules", type=int, default=20)
+    parser.add_argument("--w5-seconds", type=int, default=30)
     parser.add_argument(
         "--concurrency",
         type=int,

@@ -25,6 +25,12 @@ async def main() -> None:
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--concurrency", type=int, default=1000)
+    parser.add_argument(
+        "--crons",
+        type=int,
+        default=0,
+        help="add this many every-second cron schedules; record their ticks",
+    )
     args = parser.parse_args()
     started = time.time()
 
@@ -33,10 +39,18 @@ async def main() -> None:
     done = asyncio.Event()
 
     @app.task("bench", concurrency=args.concurrency, timeout=None)
-    async def bench(payload: dict[str, float]) -> None:
-        samples.append((time.time(), payload["due"]))
+    async def bench(payload: dict[str, float], ctx: duetime.Context) -> None:
+        due = payload["due"] if "due" in payload else ctx.due.timestamp()
+        samples.append((time.time(), due))
         if len(samples) >= args.n:
             done.set()
+
+    for n in range(args.crons):
+        await app.add_cron(
+            f"c{n}",
+            "* * * * * *",
+            task="bench",
+        )
 
     worker = app.worker(grace=1)
     runner = asyncio.create_task(worker.run())

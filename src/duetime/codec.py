@@ -66,14 +66,15 @@ def check_id(value: object, field: str = "task_id") -> str:
 
 
 def to_ms(field: str, value: object) -> int:
-    """Epoch milliseconds of an aware datetime."""
+    """Epoch milliseconds of an aware datetime, rounded up: a task never runs before the
+    moment it was asked for."""
     if not isinstance(value, datetime):
         raise ValidationError(field, f"must be a datetime, not {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(
             field, "must be timezone-aware (a naive datetime has no single meaning)"
         )
-    return (value - _EPOCH) // _MS
+    return -((_EPOCH - value) // _MS)
 
 
 def from_ms(ms: int) -> datetime:

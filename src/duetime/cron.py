@@ -16,6 +16,7 @@ The daylight-saving contract, per wall-clock time:
 
 from __future__ import annotations
 
+import functools
 import zoneinfo
 from dataclasses import dataclass
 from datetime import datetime
@@ -62,7 +63,7 @@ class CronExpr:
 
     def next_after(self, after_ms: int) -> int:
         """The first tick strictly after ``after_ms``, in epoch ms."""
-        return _ms(next(self._iter(after_ms)))
+        return _next_after(self, after_ms)
 
     def ticks(self, after_ms: int, count: int) -> list[int]:
         """The ``count`` ticks after ``after_ms``."""
@@ -88,6 +89,12 @@ class CronExpr:
         return min(b - a for a, b in zip(ticks, ticks[1:], strict=False))
 
 
+@functools.lru_cache(maxsize=16384)
+def _next_after(expr: CronExpr, after_ms: int) -> int:
+    # Cached: planning a tick and moving on after it ask for the same next tick.
+    return _ms(next(expr._iter(after_ms)))
+
+
 def _ms(moment: datetime) -> int:
     return round(moment.timestamp() * 1000)
 
@@ -98,6 +105,17 @@ def parse_cron(expression: object, tz: object = "UTC") -> CronExpr:
     Raises:
         ValidationError: naming the bad field (``cron`` or ``tz``) and what is wrong.
     """
+    if isinstance(expression, str) and isinstance(tz, str):
+        return _parse_cached(expression, tz)  # a worker parses each schedule at every tick
+    return _parse(expression, tz)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cached(expression: str, tz: str) -> CronExpr:
+    return _parse(expression, tz)
+
+
+def _parse(expression: object, tz: object) -> CronExpr:
     if not isinstance(expression, str) or not expression.strip():
         raise ValidationError("cron", "must be a non-empty string such as '0 9 * * 1-5'")
     if not isinstance(tz, str) or not tz:
@@ -242,6 +260,9 @@ def plan_claim(spec: CronSpec, tick_ms: int, now_ms: int) -> Plan:
     most MAX_CATCHUP of them. The catch-up window drops candidates older than it.
     """
     expr = spec.expr
+    following = expr.next_after(tick_ms)
+    if now_ms < following and now_ms <= missed_ticks_ms(tick_ms, following):
+        return Plan(tick_ms, [], 0, following)  # the common case: on time, nothing missed
     total = 1 + _count_between(expr, tick_ms, now_ms)
     ticks = ([tick_ms] + expr.ticks_until(tick_ms, now_ms, MAX_CATCHUP))[-(MAX_CATCHUP + 1) :]
     in_window = [t for t in ticks if spec.catchup_ms is None or now_ms - t <= spec.catchup_ms]
@@ -282,6 +303,8 @@ def after_run(spec: CronSpec, run_ms: int, started_ms: int, now_ms: int) -> tupl
     and how many ticks came due while it ran and are skipped (overlap="skip")."""
     expr = spec.expr
     following = expr.next_after(run_ms)
+    if now_ms < following:
+        return following, 0  # the common case: nothing came due during the run
     if spec.missed == "all" and following <= started_ms:
         return following, 0  # a backlog tick, due before this run began: caught up next
     skipped = _count_between(expr, max(run_ms, started_ms), now_ms)

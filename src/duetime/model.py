@@ -28,6 +28,9 @@ DEFAULT_MAX_STALLS = 3
 DEFAULT_MAX_IDLE = timedelta(seconds=5)
 #: Most tasks one claim takes; more round trips below, longer scripts above.
 DEFAULT_BATCH = 500
+#: A claim and its round trip take about a millisecond here, and a timer fires within one:
+#: claiming 10 ms early leaves room for both, and a stall of the loop, on a busy machine.
+DEFAULT_LOOKAHEAD = timedelta(milliseconds=10)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,16 +114,21 @@ class Pacing:
             design's ``timeoutWhenEmpty``). Workers are woken when an earlier task arrives,
             so this is only a backstop.
         batch: most tasks claimed in one round trip.
+        lookahead: tasks due this soon are claimed early and started at their due time by
+            a local timer, so the round trip of the claim does not make them late.
     """
 
     pause: timedelta = timedelta(0)
     max_idle: timedelta = DEFAULT_MAX_IDLE
     batch: int = DEFAULT_BATCH
+    lookahead: timedelta = DEFAULT_LOOKAHEAD
 
     def __post_init__(self) -> None:
         duration_ms("pause", self.pause, allow_zero=True)
         duration_ms("max_idle", self.max_idle)
         _positive_int("batch", self.batch)
+        if duration_ms("lookahead", self.lookahead, allow_zero=True) > 1000:
+            raise ValidationError("lookahead", "must be at most one second")
 
 
 def _positive_int(name: str, value: object, *, allow_zero: bool = False) -> None:

@@ -216,6 +216,7 @@ class Worker:
         policy, pacing = task_type.policy, task_type.pacing
         pause = pacing.pause.total_seconds()
         idle_ms = duration_ms("max_idle", pacing.max_idle)
+        lookahead_ms = duration_ms("lookahead", pacing.lookahead, allow_zero=True)
         errors = 0
         while not self._stopping:
             runner.signal.clear()
@@ -233,6 +234,7 @@ class Worker:
                     lease_ms=runner.lease_ms,
                     max_stalls=policy.max_stalls,
                     at_most_once=policy.delivery == "at_most_once",
+                    lookahead_ms=lookahead_ms,
                 )
             except StoreError as exc:
                 errors += 1
@@ -249,9 +251,10 @@ class Worker:
                 if pause:
                     await self._wait(runner, pause)
                 continue
-            wait_ms = idle_ms
+            wait_ms: float = idle_ms
             if batch.next_ms is not None:
-                wait_ms = min(idle_ms, batch.next_ms - self.app.clock.now_ms())
+                # Wake early enough to claim the next task before it is due.
+                wait_ms = min(idle_ms, batch.next_ms - lookahead_ms - self.app.clock.now())
             if wait_ms > 0:
                 await self._wait(runner, wait_ms / 1000)
 
@@ -272,6 +275,11 @@ class Worker:
     async def _execute(self, runner: _Runner, run: _Run) -> None:
         assert self._executor is not None
         try:
+            clock, due = self.app.clock, run.claim.due_ms
+            # Claimed ahead of time: start it when it is due. The loop, because an event loop
+            # timer may fire a fraction of a millisecond early.
+            while (early := due - clock.now()) > 0:  # noqa: ASYNC110 - a timer, not a poll
+                await asyncio.sleep(early / 1000)
             outcome = await self._executor.run(runner.task_type, runner.timeout, run.claim)
         except asyncio.CancelledError:
             # Cut short by the end of the grace period: hand the task back.

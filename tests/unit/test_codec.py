@@ -88,3 +88,8 @@ def test_names_and_ids() -> None:
         check_name("task_type", "a" * 65)
     with pytest.raises(ValidationError):
         check_id("é" * 101)  # 202 bytes
+
+
+def test_a_moment_between_milliseconds_rounds_up_so_nothing_runs_early() -> None:
+    moment = datetime(2030, 1, 2, 3, 4, 5, 678_001, tzinfo=UTC)
+    assert to_ms("at", moment) == to_ms("at", moment.replace(microsecond=679_000))

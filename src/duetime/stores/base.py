@@ -168,8 +168,10 @@ class Store(Protocol):
         lease_ms: int,
         max_stalls: int,
         at_most_once: bool,
+        lookahead_ms: int = 0,
     ) -> ClaimBatch:
-        """Reap expired leases, then lease up to ``limit`` tasks due at ``now_ms``, atomically.
+        """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
+        lookahead_ms``, atomically.
 
         Reaping sends a task whose lease passed back to due with one more stall, or to the
         dead letters once its stalls exceed ``max_stalls`` (at once with ``at_most_once``).

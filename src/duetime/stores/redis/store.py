@@ -206,10 +206,11 @@ class RedisStore:
         lease_ms: int,
         max_stalls: int,
         at_most_once: bool,
+        lookahead_ms: int = 0,
     ) -> ClaimBatch:
         k = self.keys(task_type)
         keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq]
-        args = [now_ms, limit, lease_ms, max_stalls, "1" if at_most_once else "0"]
+        args = [now_ms, limit, lease_ms, max_stalls, "1" if at_most_once else "0", lookahead_ms]
         reply = await self._run("claim_due", keys, args)
         claims = [
             Claim(reply[i], reply[i + 1], reply[i + 2], int(reply[i + 3]), reply[i + 4])

@@ -16,6 +16,8 @@
 -- KEYS[7] seq (STRING: the last token given out)
 -- ARGV[1] now ms, ARGV[2] limit (>= 0), ARGV[3] lease ms (> 0), ARGV[4] max stalls (>= 0),
 -- ARGV[5] "1" for at-most-once delivery, else "0"
+-- ARGV[6] look-ahead ms (>= 0): also claim tasks due this soon; the worker starts each at
+--         its due time (the lease counts from now)
 --
 -- Returns {next, reaped, id1, token1, stalls1, due1, record1, id2, ...}:
 --   next   the earliest due time or lease deadline left, as a string ('' when none);
@@ -32,7 +34,9 @@ end
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local lease_ms, max_stalls = tonumber(ARGV[3]), tonumber(ARGV[4])
 local at_most_once = ARGV[5] == '1'
-if not (now and limit and lease_ms and max_stalls) or limit < 0 or lease_ms <= 0 then
+local horizon = now and tonumber(ARGV[6] or '0') and now + tonumber(ARGV[6] or '0')
+if not (now and limit and lease_ms and max_stalls and horizon) or limit < 0
+    or lease_ms <= 0 or horizon < now then
   return {-2, 'now, limit, lease and max stalls must be numbers'}
 end
 
@@ -61,7 +65,8 @@ end
 local out = {'', #expired}
 local picked = {}
 if limit > 0 then
-  picked = redis.call('ZRANGEBYSCORE', due, '-inf', ARGV[1], 'WITHSCORES', 'LIMIT', 0, limit)
+  picked = redis.call('ZRANGEBYSCORE', due, '-inf', string.format('%d', horizon), 'WITHSCORES',
+                      'LIMIT', 0, limit)
 end
 if #picked > 0 then
   local ids, dues = {}, {}
