@@ -157,6 +157,11 @@ async def w3(url: str, n: int, spread: float, tmp: Path) -> dict[str, float]:
     await app.close()
     wait_file(out, proc, spread + 60)
     proc.wait()
+    return lateness(out)
+
+
+def lateness(out: Path) -> dict[str, float]:
+    """p50/p99/max/min of handler start minus due time, in ms, from a worker's samples."""
     data = json.loads(out.read_text())
     late = sorted((t - d) * 1000 for t, d in data["samples"])
     return {
@@ -175,15 +180,7 @@ async def w5(url: str, schedules: int, seconds: int, tmp: Path) -> dict[str, flo
     proc = start_worker(url, ns, schedules * seconds, out, crons=schedules)
     wait_file(out, proc, seconds + 60)
     proc.wait()
-    data = json.loads(out.read_text())
-    late = sorted((t - d) * 1000 for t, d in data["samples"])
-    return {
-        "n": len(late),
-        "schedules": schedules,
-        "p50_ms": statistics.median(late),
-        "p99_ms": late[int(len(late) * 0.99) - 1],
-        "max_ms": late[-1],
-    }
+    return {"schedules": schedules, **lateness(out)}
 
 
 async def w4(url: str, n: int) -> dict[str, float]:

@@ -68,6 +68,15 @@ def _row(info: TaskInfo) -> str:
 app_argument = click.argument("app_path", metavar="MODULE:APP")
 
 
+def task_arguments(command: Callable[..., None]) -> Callable[..., None]:
+    """MODULE:APP TASK_TYPE TASK_ID, the arguments of the commands about one task."""
+    for argument in reversed(
+        (app_argument, click.argument("task_type"), click.argument("task_id"))
+    ):
+        command = argument(command)
+    return command
+
+
 @click.group()
 @click.option(
     "--log-level",
@@ -175,9 +184,7 @@ def stats(app_path: str) -> None:
 
 
 @main.command()
-@app_argument
-@click.argument("task_type")
-@click.argument("task_id")
+@task_arguments
 def show(app_path: str, task_type: str, task_id: str) -> None:
     """Show one task with its payload."""
     app = load_app(app_path)
@@ -200,9 +207,7 @@ def show(app_path: str, task_type: str, task_id: str) -> None:
 
 
 @main.command()
-@app_argument
-@click.argument("task_type")
-@click.argument("task_id")
+@task_arguments
 def cancel(app_path: str, task_type: str, task_id: str) -> None:
     """Cancel a task, whatever its state."""
     app = load_app(app_path)
@@ -212,9 +217,7 @@ def cancel(app_path: str, task_type: str, task_id: str) -> None:
 
 
 @main.command()
-@app_argument
-@click.argument("task_type")
-@click.argument("task_id")
+@task_arguments
 def retry(app_path: str, task_type: str, task_id: str) -> None:
     """Run a dead task again, now."""
     app = load_app(app_path)

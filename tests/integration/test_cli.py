@@ -1,0 +1,122 @@
+"""The duetime command end to end, against a real store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from duetime.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+APP_MODULE = """
+import os, duetime
+app = duetime.App(os.environ["CLI_TEST_URL"], namespace=os.environ["CLI_TEST_NS"])
+
+@app.task("mail", retries=0)
+async def mail(payload, ctx):
+    with open(os.environ["CLI_TEST_LEDGER"], "a") as f:
+        f.write(ctx.task_id + "\\n")
+    if payload.get("fail"):
+        raise RuntimeError("refused")
+
+@app.cron("0 9 * * 1-5", name="weekdayReport", tz="Europe/Madrid")
+async def weekday_report(ctx):
+    pass
+"""
+
+
+@pytest.fixture
+def cli_env(
+    tmp_path: Path, redis_url: str, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    (tmp_path / "cliapp.py").write_text(APP_MODULE)
+    ledger = tmp_path / "ledger.txt"
+    monkeypatch.setenv("CLI_TEST_URL", redis_url)
+    monkeypatch.setenv("CLI_TEST_NS", namespace)
+    monkeypatch.setenv("CLI_TEST_LEDGER", str(ledger))
+    monkeypatch.chdir(tmp_path)
+    sys.modules.pop("cliapp", None)
+    return ledger
+
+
+def run(*args: str) -> str:
+    result = CliRunner().invoke(main, ["--log-level", "WARNING", *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_schedule_list_show_and_cancel(cli_env: Path) -> None:
+    out = run(
+        "schedule",
+        "cliapp:app",
+        "mail",
+        "m1",
+        "--at",
+        "2031-01-02T03:04:05+00:00",
+        "--payload",
+        '{"to": "a@b.c"}',
+    )
+    assert "mail/m1 due 2031-01-02T03:04:05.000+00:00" in out
+    assert "m1\tdue\t2031-01-02T03:04:05.000+00:00" in run("ls", "cliapp:app", "mail")
+    shown = json.loads(run("show", "cliapp:app", "mail", "m1"))
+    assert (shown["state"], shown["payload"]) == ("due", {"to": "a@b.c"})
+    assert "mail\t1\t0\t0" in run("stats", "cliapp:app")
+    assert "cancelled mail/m1" in run("cancel", "cliapp:app", "mail", "m1")
+    result = CliRunner().invoke(main, ["cancel", "cliapp:app", "mail", "m1"])
+    assert result.exit_code == 1 and "no task mail/m1" in result.output
+
+
+def test_bad_input_is_reported_without_a_traceback(cli_env: Path) -> None:
+    result = CliRunner().invoke(main, ["schedule", "cliapp:app", "mial", "x"])
+    assert result.exit_code == 1 and "unknown task type 'mial'" in result.output
+    result = CliRunner().invoke(main, ["schedule", "cliapp:app", "mail", "x", "--payload", "[1]"])
+    assert result.exit_code == 1 and "payload" in result.output
+    result = CliRunner().invoke(main, ["ls", "nosuchmodule:app"])
+    assert result.exit_code == 2 and "cannot import" in result.output
+
+
+def test_cron_lists_schedules_with_their_next_runs(cli_env: Path) -> None:
+    out = run("cron", "cliapp:app", "--next", "2")
+    assert "weekdayReport\tweekdayReport\t0 9 * * 1-5 (Europe/Madrid)" in out
+    assert "declared, not yet stored" in out
+    nexts = [line for line in out.splitlines() if "next:" in line]
+    assert len(nexts) == 2 and all("T09:00:00+0" in line for line in nexts)
+
+
+def test_the_worker_command_runs_tasks_and_stops_on_sigterm(cli_env: Path, tmp_path: Path) -> None:
+    run("schedule", "cliapp:app", "mail", "ok")
+    run("schedule", "cliapp:app", "mail", "bad", "--payload", '{"fail": true}')
+    env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "duetime.cli", "worker", "cliapp:app", "--grace", "2"],
+        cwd=tmp_path,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if cli_env.exists() and sorted(cli_env.read_text().split()) == ["bad", "ok"]:
+                break
+            time.sleep(0.05)
+        time.sleep(0.3)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=15)
+    assert proc.returncode == 0, stderr
+    assert "worker started" in stderr and "worker stopped" in stderr
+    assert sorted(cli_env.read_text().split()) == ["bad", "ok"]
+    dead = run("ls", "cliapp:app", "mail", "--state", "dead")
+    assert "bad\tdead" in dead and "RuntimeError: refused" in dead
+    assert "mail/bad due again" in run("retry", "cliapp:app", "mail", "bad")
+    assert "weekdayReport" in run("cron", "cliapp:app")
