@@ -243,9 +243,13 @@ class App(CronMethods):
                 written, and scheduling again is safe.
         """
         spec = Task(task_type, task_id, at, delay, payload, every, until)  # type: ignore[arg-type]
-        store = await self.open()
-        now = None if at is not None else self.clock.now_ms()
-        new = self._new_task(spec, now)
+        if at is not None:  # refused at the door, before any connection is made
+            new = self._new_task(spec, None)
+            store = await self.open()
+        else:
+            self._type(task_type)
+            store = await self.open()
+            new = self._new_task(spec, self.clock.now_ms())
         await store.schedule(task_type, (new,))
         return from_ms(new.due_ms)
 

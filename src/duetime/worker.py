@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from duetime.clock import RESAMPLE_SECONDS, StoreClock
 from duetime.codec import duration_ms
-from duetime.errors import StoreError, ValidationError
+from duetime.errors import StoreError, UnknownTaskType, ValidationError
 from duetime.execute import Executor
 from duetime.stores.base import Claim, Outcome, Store
 
@@ -132,13 +132,19 @@ class Worker:
 
     def pause(self, task_type: str) -> None:
         """Stop claiming tasks of one type; handlers already running finish."""
-        self._runners[task_type].paused = True
+        self._runner(task_type).paused = True
 
     def resume(self, task_type: str) -> None:
         """Claim tasks of a paused type again."""
-        runner = self._runners[task_type]
+        runner = self._runner(task_type)
         runner.paused = False
         runner.signal.set()
+
+    def _runner(self, task_type: str) -> _Runner:
+        runner = self._runners.get(task_type)
+        if runner is None:
+            raise UnknownTaskType(task_type, tuple(self._runners))
+        return runner
 
     # The source design's names for the same.
     stop_scheduled_tasks = pause

@@ -254,6 +254,8 @@ async def test_a_running_worker_stops_and_starts_one_type(app: duetime.App) -> N
         assert ran == ["b"]
         worker.start_scheduled_tasks("a")
         await eventually(lambda: ran == ["b", "a"])
+        with pytest.raises(duetime.UnknownTaskType):
+            worker.pause("c")
 
 
 async def test_an_idle_worker_is_woken_by_an_earlier_task(app: duetime.App) -> None:

@@ -1,0 +1,221 @@
+"""Producer writes and reads of the SQLite store, each the body of one transaction."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from itertools import chain
+from typing import Any
+
+from duetime.errors import ScriptError
+from duetime.stores.base import STATES, Claim, NewTask, State, StoredTask
+from duetime.stores.sqlite.queries import Q, repeat_row
+
+# Each function takes the connection first and runs on the store's own thread, inside the
+# transaction that connection.Database opened for it.
+
+#: A wake-up to deliver after commit: (task type, due ms, wake serial of its queue).
+Wake = tuple[str, int, int]
+
+_LISTS = {"due": Q.list_due, "running": Q.list_running, "dead": Q.list_dead}
+#: Tasks written by one statement of a big batch: the sqlite3 module spends about as long
+#: per executemany() row as SQLite spends inserting it, so one statement with many rows
+#: writes a batch about twice as fast (3 parameters a task stays far under SQLite's limit
+#: of 32,766).
+SCHEDULE_ROWS = 256
+_SCHEDULE_MANY = repeat_row(Q.schedule, "(?1, ?, ?, ?)", SCHEDULE_ROWS)
+
+
+class Queues:
+    """The queue id (qid) of each task type of one namespace, as far as the store met them.
+
+    Queue rows are never deleted, so a qid found in the file stays right; a qid this
+    store adds is not kept until it is found again, since its transaction may yet roll
+    back. Used on the store's thread only.
+    """
+
+    def __init__(self, namespace: str) -> None:
+        self.namespace = namespace
+        self._known: dict[str, int] = {}
+
+    def find(self, conn: sqlite3.Connection, task_type: str) -> int | None:
+        """The type's qid, or None when it never had a task."""
+        qid = self._known.get(task_type)
+        if qid is None:
+            row = conn.execute(Q.find_queue, (self.namespace, task_type)).fetchone()
+            if row is None:
+                return None
+            qid = self._known[task_type] = int(row[0])
+        return qid
+
+    def find_or_add(self, conn: sqlite3.Connection, task_type: str) -> int:
+        """The type's qid, creating its queue (in the caller's transaction) if needed."""
+        qid = self.find(conn, task_type)
+        if qid is None:
+            (qid,) = conn.execute(Q.add_queue, (self.namespace, task_type)).fetchone()
+        return int(qid)
+
+
+def head_due(conn: sqlite3.Connection, qid: int) -> int | None:
+    """The earliest due time of a queue, or None when nothing is due."""
+    row = conn.execute(Q.head_due, (qid,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def wake_if_earlier(
+    conn: sqlite3.Connection, qid: int, task_type: str, due: int | None, head: int | None
+) -> list[Wake]:
+    """Note a wake-up when ``due`` comes before ``head`` (the earliest due time before the
+    write), as the Redis store publishes one; returns it for listeners in this process."""
+    if due is None or (head is not None and due >= head):
+        return []
+    (serial,) = conn.execute(Q.wake, (due, qid)).fetchone()
+    return [(task_type, due, int(serial))]
+
+
+def schedule(
+    conn: sqlite3.Connection,
+    queues: Queues,
+    task_type: str,
+    tasks: Sequence[NewTask],
+    only_new: bool,
+) -> list[Wake]:
+    """Write tasks (ids distinct, checked by the caller); see ``schedule.sql``, and
+    ``schedule_new.sql`` for ``only_new``."""
+    qid = queues.find_or_add(conn, task_type)
+    head = head_due(conn, qid)
+    if only_new:
+        written = [
+            t.due_ms
+            for t in tasks
+            if conn.execute(Q.schedule_new, (qid, t.id, t.due_ms, t.record)).rowcount
+        ]
+        earliest = min(written, default=None)
+    else:
+        full = len(tasks) - len(tasks) % SCHEDULE_ROWS
+        if full:
+            chunks = (tasks[k : k + SCHEDULE_ROWS] for k in range(0, full, SCHEDULE_ROWS))
+            conn.executemany(_SCHEDULE_MANY, (_values(qid, chunk) for chunk in chunks))
+        conn.executemany(Q.schedule, [_values(qid, (t,)) for t in tasks[full:]])
+        earliest = min(t.due_ms for t in tasks)
+    return wake_if_earlier(conn, qid, task_type, earliest, head)
+
+
+def _values(qid: int, tasks: Sequence[NewTask]) -> tuple[Any, ...]:
+    return (qid, *chain.from_iterable((t.id, t.due_ms, t.record) for t in tasks))
+
+
+def cancel(conn: sqlite3.Connection, queues: Queues, task_type: str, task_id: str) -> bool:
+    """Remove a task whatever its state; whether it existed."""
+    qid = queues.find(conn, task_type)
+    if qid is None:
+        return False
+    row = conn.execute(Q.cancel_idle, (qid, task_id)).fetchone()
+    if row is not None:
+        return bool(row[0])
+    return conn.execute(Q.cancel_running, (qid, task_id)).rowcount > 0
+
+
+def revive(
+    conn: sqlite3.Connection,
+    queues: Queues,
+    task_type: str,
+    task_id: str,
+    due_ms: int,
+    record: str | None,
+) -> tuple[bool, list[Wake]]:
+    """Move a dead task back to due, with ``record`` if given; (whether it was dead,
+    wake-ups).
+
+    Raises:
+        ScriptError: the dead letter has no record to run (nothing is written).
+    """
+    qid = queues.find(conn, task_type)
+    if qid is None:
+        return False, []
+    head = head_due(conn, qid)
+    if conn.execute(Q.revive, (due_ms, record, qid, task_id)).rowcount:
+        return True, wake_if_earlier(conn, qid, task_type, due_ms, head)
+    if conn.execute(Q.is_dead, (qid, task_id)).fetchone() is not None:
+        raise ScriptError(-2, "bad arguments: the dead task has no record to run")
+    return False, []
+
+
+def extend(
+    conn: sqlite3.Connection,
+    queues: Queues,
+    task_type: str,
+    claims: Sequence[Claim],
+    deadline_ms: int,
+) -> list[Claim]:
+    """Push the lease deadline of each claim whose token holds the lease; the others."""
+    qid = queues.find(conn, task_type)
+    if qid is None:
+        return list(claims)
+    lost = []
+    for claim in claims:
+        if not conn.execute(Q.extend_lease, (deadline_ms, qid, claim.id, claim.token)).rowcount:
+            lost.append(claim)
+    return lost
+
+
+def get(
+    conn: sqlite3.Connection, queues: Queues, task_type: str, task_id: str
+) -> StoredTask | None:
+    """The task with this id: due if due (even while a run holds a lease), else running,
+    else dead; None when it is none of them."""
+    qid = queues.find(conn, task_type)
+    row = None if qid is None else conn.execute(Q.get, (qid, task_id)).fetchone()
+    if row is None:
+        return None
+    task_id, due, token, claimed_due, deadline, dead, record, stalls, error = row
+    if due is not None:
+        return StoredTask(task_id, "due", due, due, record, stalls, error)
+    if token is not None:
+        return StoredTask(task_id, "running", deadline, claimed_due, record, stalls, error)
+    if dead is not None:
+        return StoredTask(task_id, "dead", dead, dead, record, stalls, error)
+    return None
+
+
+def list_tasks(
+    conn: sqlite3.Connection,
+    queues: Queues,
+    task_type: str,
+    state: State,
+    limit: int,
+    offset: int,
+) -> list[StoredTask]:
+    """Tasks in one state, by score (then id)."""
+    qid = queues.find(conn, task_type)
+    if qid is None:
+        return []
+    rows: list[tuple[Any, ...]] = conn.execute(_LISTS[state], (qid, limit, offset)).fetchall()
+    return [StoredTask(r[0], state, r[1], r[2], r[3], r[4], r[5]) for r in rows]
+
+
+def count(conn: sqlite3.Connection, queues: Queues, task_type: str) -> dict[State, int]:
+    """How many tasks are in each state."""
+    qid = queues.find(conn, task_type)
+    if qid is None:
+        return dict.fromkeys(STATES, 0)
+    row = conn.execute(Q.count, {"qid": qid}).fetchone()
+    return dict(zip(STATES, (int(n) for n in row), strict=True))
+
+
+def add_schedule_name(conn: sqlite3.Connection, namespace: str, name: str, task_type: str) -> str:
+    """Give a cron schedule name to a task type unless taken; the type it belongs to."""
+    conn.execute(Q.add_schedule_name, (namespace, name, task_type))
+    row = conn.execute(Q.schedule_name_owner, (namespace, name)).fetchone()
+    return str(row[0]) if row else task_type
+
+
+def remove_schedule_name(conn: sqlite3.Connection, namespace: str, name: str) -> None:
+    """Forget a cron schedule name."""
+    conn.execute(Q.remove_schedule_name, (namespace, name))
+
+
+def schedule_names(conn: sqlite3.Connection, namespace: str) -> dict[str, str]:
+    """Every cron schedule name of the namespace, with its task type."""
+    rows = conn.execute(Q.schedule_names, (namespace,)).fetchall()
+    return {str(name): str(owner) for name, owner in rows}

@@ -1,0 +1,70 @@
+"""The SQL statements of the SQLite store, read once from ``sql/*.sql``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from importlib import resources
+
+
+@dataclass(frozen=True, slots=True)
+class Queries:
+    """Every statement the store runs, one per file named as the field; each file's header
+    lists its parameters and what it returns."""
+
+    schema_exists: str
+    schema_version: str
+    record_migration: str
+    find_queue: str
+    add_queue: str
+    head_due: str
+    wake: str
+    read_wakes: str
+    schedule: str
+    cancel_idle: str
+    cancel_running: str
+    revive: str
+    is_dead: str
+    extend_lease: str
+    get: str
+    list_due: str
+    list_running: str
+    list_dead: str
+    count: str
+    next_ms: str
+    vacate: str
+    reap: str
+    pick_due: str
+    move_aside: str
+    take_tokens: str
+    lease: str
+    settle_read: str
+    settle_drop: str
+    settle_end: str
+    file_dead: str
+    settle_dead: str
+    settle_due: str
+    spawn: str
+    schedule_new: str
+    add_schedule_name: str
+    schedule_name_owner: str
+    remove_schedule_name: str
+    schedule_names: str
+
+
+def _load() -> Queries:
+    folder = resources.files("duetime.stores.sqlite") / "sql"
+    names = [f.name for f in fields(Queries)]
+    found = {e.name[: -len(".sql")] for e in folder.iterdir() if e.name.endswith(".sql")}
+    if found != set(names):
+        raise RuntimeError(f"sql/ does not match Queries: {sorted(found ^ set(names))}")
+    return Queries(*((folder / f"{name}.sql").read_text().strip() for name in names))
+
+
+Q = _load()
+
+
+def repeat_row(statement: str, row: str, times: int) -> str:
+    """``statement`` with its one VALUES row ``row`` repeated ``times`` times."""
+    if statement.count(row) != 1:
+        raise ValueError(f"the row {row!r} is not in the statement exactly once")
+    return statement.replace(row, ", ".join([row] * times))

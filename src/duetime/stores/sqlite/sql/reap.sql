@@ -1,0 +1,39 @@
+-- reap: end the expired leases of a type (at most :batch of them, earliest first), as the
+-- first step of a claim.
+--
+-- Each expired run gets a verdict:
+--   ended         the task was rescheduled (it is due) or cancelled (no record) while it
+--                 ran: the lease just ends;
+--   at_most_once  at-most-once delivery: to the dead letters, never to run again;
+--   stalled_out   its stalls, one more now, exceed :max_stalls: to the dead letters;
+--   requeue       one more stall, and due again at :now.
+--
+-- Parameters: :qid, :now (ms), :max_stalls, :at_most_once (0 or 1),
+-- :batch (most leases reaped by one call, so a claim stays short).
+-- Returns one row per reaped lease: rid, and whether the row is now vacant (neither due
+-- nor dead: delete it with vacate.sql).
+UPDATE duetime_tasks AS t
+SET token = NULL,
+    claimed_due_ms = NULL,
+    deadline_ms = NULL,
+    stalls = t.stalls + (v.verdict IN ('requeue', 'stalled_out')),
+    due_ms = CASE v.verdict WHEN 'requeue' THEN :now ELSE t.due_ms END,
+    dead_ms = CASE WHEN v.verdict IN ('at_most_once', 'stalled_out') THEN :now
+                   ELSE t.dead_ms END,
+    error = CASE v.verdict
+        WHEN 'at_most_once' THEN 'lease expired; not run again (at-most-once delivery)'
+        WHEN 'stalled_out' THEN 'stalled: its lease expired ' || (t.stalls + 1) || ' times'
+        ELSE t.error END
+FROM (
+    SELECT rid,
+           CASE WHEN due_ms IS NOT NULL OR record IS NULL THEN 'ended'
+                WHEN :at_most_once THEN 'at_most_once'
+                WHEN stalls + 1 > :max_stalls THEN 'stalled_out'
+                ELSE 'requeue' END AS verdict
+    FROM duetime_tasks
+    WHERE qid = :qid AND deadline_ms <= :now
+    ORDER BY deadline_ms, id
+    LIMIT :batch
+) AS v
+WHERE t.rid = v.rid
+RETURNING rid, due_ms IS NULL AND dead_ms IS NULL

@@ -1,0 +1,19 @@
+-- schedule: add tasks, or move and update them when their id exists.
+--
+-- Scheduling an id again starts a new occurrence: it leaves the dead letters, and its
+-- stall count and error are cleared (its failures live in its record, replaced here). A
+-- run of the same id still in progress keeps its lease (token, claimed_due_ms and
+-- deadline_ms are untouched) and its outcome will not overwrite the new occurrence.
+-- Running it twice gives the same result.
+--
+-- The VALUES row is repeated to write many tasks with one statement (ids distinct):
+-- ops.py runs it with SCHEDULE_ROWS rows per statement, and with one for the rest.
+-- Parameters: ?1 qid, then per task: ? id, ? due ms, ? record.
+INSERT INTO duetime_tasks (qid, id, due_ms, record)
+VALUES (?1, ?, ?, ?)
+ON CONFLICT (qid, id) DO UPDATE
+SET due_ms = excluded.due_ms,
+    record = excluded.record,
+    dead_ms = NULL,
+    stalls = 0,
+    error = NULL

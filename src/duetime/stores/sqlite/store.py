@@ -1,0 +1,302 @@
+"""The SQLite store: one row per task in one file, every change one transaction."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from duetime.errors import ScriptError, StoreError
+from duetime.stores.base import (
+    Claim,
+    ClaimBatch,
+    NewTask,
+    Outcome,
+    State,
+    StoredTask,
+    WakeCallback,
+)
+from duetime.stores.sqlite import leases, ops, wake
+from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
+from duetime.stores.sqlite.connection import Database, map_error
+
+__all__ = ["SqliteConfig", "SqliteStore", "parse_sqlite_url"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+NORMAL_WARNING = (
+    "SQLite runs with synchronous=normal ({path}): a power cut or an OS crash can lose "
+    "the latest writes, acknowledged ones included (in a simulated power cut every commit "
+    "since the last checkpoint was lost); a crash of the process alone loses nothing. "
+    "Remove synchronous=normal from the URL to use synchronous=full, which loses nothing."
+)
+
+
+class SqliteStore:
+    """A :class:`~duetime.stores.base.Store` in one SQLite file, shared by processes.
+
+    The file is in WAL mode; every write is one ``BEGIN IMMEDIATE`` transaction, retried
+    while another connection holds the write lock (up to ``busy_timeout_ms``). The
+    connection belongs to one thread of the store's own, on which every method runs its
+    SQL, so the event loop never waits on the disk. Several apps share a file through
+    namespaces. See ``migrations/0001_initial.sql`` for the tables.
+
+    Args:
+        config: the file and its settings; see :func:`parse_sqlite_url`.
+    """
+
+    def __init__(self, config: SqliteConfig) -> None:
+        self.config = config
+        self._db: Database | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._key = ""
+        self._queues = ops.Queues(config.namespace)
+        self._warnings: list[str] = []
+        self._opening = asyncio.Lock()
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Open the file (creating it if needed), switch it to WAL and migrate its schema.
+
+        Raises:
+            ConfigError: the file or its directory cannot be read, written or created;
+                the message names the path and what is wrong.
+            SchemaError: the file is not an SQLite database, or was written by a newer
+                duetime.
+            StoreUnavailable: the file stayed locked by another connection.
+        """
+        async with self._opening:
+            if self._db is None:
+                await self._open()
+
+    async def _open(self) -> None:
+        executor = ThreadPoolExecutor(1, thread_name_prefix="duetime-sqlite")
+        future = executor.submit(Database.open, self.config)
+        try:
+            db = await asyncio.wrap_future(future)
+        except BaseException:
+            # Cancelled while opening: close the connection on its thread once it is made.
+            future.add_done_callback(_close_opened)
+            executor.shutdown(wait=False)
+            raise
+        self._db, self._executor = db, executor
+        self._key = db.key
+        self._warnings = []
+        if self.config.synchronous == "normal":
+            self._warnings.append(NORMAL_WARNING.format(path=self.config.path))
+
+    async def close(self) -> None:
+        """Close the connection and its thread. Safe to call twice."""
+        db, executor = self._db, self._executor
+        if db is None or executor is None:
+            return
+        self._db = self._executor = None
+        try:
+            await asyncio.get_running_loop().run_in_executor(executor, db.close)
+        finally:
+            executor.shutdown(wait=False)
+
+    def durability_warnings(self) -> list[str]:
+        """What the settings may lose on a power cut: set when synchronous is normal."""
+        return list(self._warnings)
+
+    async def time_ms(self) -> float:
+        """This machine's clock: SQLite has no server with a clock of its own."""
+        return time.time_ns() / 1_000_000
+
+    # -- running SQL on the store's thread ----------------------------------------------
+
+    async def _on_thread(self, what: str, job: Callable[[Database], T]) -> T:
+        db, executor = self._db, self._executor
+        if db is None or executor is None:
+            raise StoreError("the SQLite store is not open")
+
+        def guarded() -> T:
+            try:
+                return job(db)
+            except sqlite3.Error as exc:
+                raise map_error(exc, what, db.path) from exc
+
+        # Once submitted, a job runs to its end even if the caller is cancelled, as a command
+        # sent to a server does: the caller then does not know the outcome, but a write
+        # never depends on how far the job had got through the thread's queue.
+        job_future = asyncio.wrap_future(executor.submit(guarded))
+        job_future.add_done_callback(_retrieve)
+        return await asyncio.shield(job_future)
+
+    async def _write(
+        self,
+        what: str,
+        fn: Callable[Concatenate[sqlite3.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        return await self._on_thread(what, lambda db: db.write(fn, *args, **kwargs))
+
+    async def _read(
+        self,
+        what: str,
+        fn: Callable[Concatenate[sqlite3.Connection, P], T],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> T:
+        return await self._on_thread(what, lambda db: db.read(fn, *args, **kwargs))
+
+    # -- writes -------------------------------------------------------------------------
+
+    async def schedule(
+        self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
+    ) -> None:
+        """Write tasks in one transaction; within a batch the last task of an id wins.
+
+        With ``only_new``, ids that exist already (due, running or dead) are left alone.
+        """
+        if not tasks:
+            return
+        unique = list({task.id: task for task in tasks}.values()) if len(tasks) > 1 else tasks
+        for n, task in enumerate(unique):
+            if not task.id or not task.record:
+                raise ScriptError(-2, f"bad arguments: task {n} has an empty id or record")
+        wakes = await self._write(
+            "schedule", ops.schedule, self._queues, task_type, unique, only_new
+        )
+        wake.notify(self._key, self.config.namespace, wakes)
+
+    async def cancel(self, task_type: str, task_id: str) -> bool:
+        """Remove a task whatever its state; a running one keeps its lease to the end."""
+        return await self._write("cancel", ops.cancel, self._queues, task_type, task_id)
+
+    async def revive(
+        self, task_type: str, task_id: str, due_ms: int, record: str | None = None
+    ) -> bool:
+        """Move a dead task back to due at ``due_ms``, with ``record`` in place of its own if
+        given, its stalls and error cleared; False if it was not dead.
+
+        Raises:
+            ScriptError: the dead letter has no record to run.
+        """
+        revived, wakes = await self._write(
+            "revive", ops.revive, self._queues, task_type, task_id, due_ms, record or None
+        )
+        wake.notify(self._key, self.config.namespace, wakes)
+        return revived
+
+    async def claim(
+        self,
+        task_type: str,
+        *,
+        now_ms: int,
+        limit: int,
+        lease_ms: int,
+        max_stalls: int,
+        at_most_once: bool,
+        lookahead_ms: int = 0,
+    ) -> ClaimBatch:
+        """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
+        lookahead_ms``, in one transaction.
+
+        Raises:
+            ScriptError: a negative limit or look-ahead, or a lease that is not positive.
+        """
+        if limit < 0 or lease_ms <= 0 or lookahead_ms < 0:
+            raise ScriptError(-2, "bad arguments: limit and look-ahead must be >= 0 and lease > 0")
+        return await self._write(
+            "claim",
+            leases.claim,
+            self._queues,
+            task_type,
+            now_ms,
+            limit,
+            lease_ms,
+            max_stalls,
+            at_most_once,
+            lookahead_ms,
+        )
+
+    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
+        """Apply the outcomes of runs in one transaction; per outcome, whether it was kept."""
+        if not outcomes:
+            return []
+        for o in outcomes:
+            if o.op in ("next", "retry", "release") and o.due_ms is None:
+                raise ScriptError(-2, f"bad arguments: {o.op} needs a due time")
+        kept, wakes = await self._write(
+            "settle", leases.settle, self._queues, task_type, outcomes, int(now_ms)
+        )
+        wake.notify(self._key, self.config.namespace, wakes)
+        return kept
+
+    async def extend(
+        self, task_type: str, claims: Sequence[Claim], deadline_ms: int
+    ) -> list[Claim]:
+        """Move the lease deadline of claims; returns the claims whose lease is lost."""
+        if not claims:
+            return []
+        return await self._write("extend", ops.extend, self._queues, task_type, claims, deadline_ms)
+
+    # -- reads --------------------------------------------------------------------------
+
+    async def get(self, task_type: str, task_id: str) -> StoredTask | None:
+        """The task with this id, or None; a running task rescheduled while it runs is due."""
+        return await self._read("get", ops.get, self._queues, task_type, task_id)
+
+    async def list_tasks(
+        self, task_type: str, state: State, limit: int, offset: int = 0
+    ) -> list[StoredTask]:
+        """Tasks in one state, earliest score first (ties by id)."""
+        return await self._read(
+            "list", ops.list_tasks, self._queues, task_type, state, limit, offset
+        )
+
+    async def count(self, task_type: str) -> dict[State, int]:
+        """How many tasks are due, running and dead."""
+        return await self._read("count", ops.count, self._queues, task_type)
+
+    # -- cron schedule names ------------------------------------------------------------
+
+    async def add_schedule_name(self, name: str, task_type: str) -> str:
+        """Give the cron schedule ``name`` to ``task_type`` unless the name is taken;
+        returns the task type the name belongs to."""
+        ns = self.config.namespace
+        return await self._write("add_schedule_name", ops.add_schedule_name, ns, name, task_type)
+
+    async def remove_schedule_name(self, name: str) -> None:
+        """Forget the cron schedule ``name``. Safe to call twice."""
+        ns = self.config.namespace
+        await self._write("remove_schedule_name", ops.remove_schedule_name, ns, name)
+
+    async def schedule_names(self) -> dict[str, str]:
+        """Every cron schedule name of the namespace, with the task type it lives in."""
+        return await self._read("schedule_names", ops.schedule_names, self.config.namespace)
+
+    # -- wake-ups -----------------------------------------------------------------------
+
+    async def listen(self, on_wake: WakeCallback) -> None:
+        """Call ``on_wake`` when a task becomes the earliest of its type, until cancelled.
+
+        Writes by this process call it at once; writes by other processes are noticed by
+        polling ``PRAGMA data_version`` every 20 ms on a connection of its own. Calls
+        ``on_wake("*", 0)`` when it starts and after a failed poll.
+
+        Raises:
+            StoreError: the store is not open.
+        """
+        if self._db is None:
+            raise StoreError("the SQLite store is not open")
+        await wake.poll(self._key, self.config.path, self.config.namespace, on_wake)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    # Marks the error of a job whose caller was cancelled as seen (it has no one to tell).
+    if not future.cancelled():
+        future.exception()
+
+
+def _close_opened(future: Future[Database]) -> None:
+    if not future.cancelled() and future.exception() is None:
+        future.result().close()
