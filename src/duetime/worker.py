@@ -110,6 +110,7 @@ class Worker:
         self._stopping = False
         self._outbox: list[tuple[_Runner, _Run, Outcome]] = []
         self._outbox_ready = asyncio.Event()
+        self._settle_lock = asyncio.Lock()
         self._group: asyncio.TaskGroup | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -318,7 +319,15 @@ class Worker:
                 await asyncio.sleep(_backoff(errors))
 
     async def _settle(self, store: Store) -> bool:
-        """Send every outcome waiting; False (and they wait on) when the store failed."""
+        """Send every outcome waiting; False (and they wait on) when the store failed.
+
+        One settle at a time: the shutdown's final flush must not see an empty outbox while
+        the flush loop's call is still in flight, and then cancel that call.
+        """
+        async with self._settle_lock:
+            return await self._settle_now(store)
+
+    async def _settle_now(self, store: Store) -> bool:
         items, self._outbox = self._outbox, []
         by_type: dict[str, list[tuple[_Runner, _Run, Outcome]]] = {}
         for item in items:
@@ -403,7 +412,7 @@ class Worker:
 
     async def _final_flush(self, store: Store) -> None:
         for tries in range(1, FINAL_SETTLE_TRIES + 1):
-            if not self._outbox or await self._settle(store):
+            if await self._settle(store):  # waits for a settle in flight, then sends the rest
                 return
             await asyncio.sleep(_backoff(tries))
         log.error(

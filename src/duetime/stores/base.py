@@ -128,9 +128,13 @@ class Store(Protocol):
     async def schedule(
         self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
     ) -> None:
-        """Write tasks atomically: add new ids, move and update existing ones.
+        """Write tasks: add new ids, move and update existing ones.
 
-        With ``only_new``, ids that exist already (due, running or dead) are left alone.
+        A batch is written atomically, or, for a store that cuts a big batch into parts (the
+        Redis store writes 1,000 tasks per script, so that one call never blocks the server
+        for long), each part atomically: a failure can leave earlier parts written, and
+        writing the batch again is safe. With ``only_new``, ids that exist already (due,
+        running or dead) are left alone.
 
         A scheduled id leaves the dead letters and starts a new occurrence (attempt and
         stall counts cleared). A run of the same id in progress keeps its lease, and its

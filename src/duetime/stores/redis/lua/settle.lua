@@ -125,6 +125,9 @@ for k, item in ipairs(items) do
       local spawn_id, spawn_due = item.spawn[1], item.spawn[2]
       redis.call('ZADD', due, spawn_due, spawn_id)
       redis.call('HSET', data, spawn_id, item.spawn[3])
+      -- as schedule does: a new occurrence, whatever the id held before
+      redis.call('ZREM', dead, spawn_id)
+      redis.call('HDEL', meta, 's:' .. spawn_id, 'e:' .. spawn_id)
       if not earliest or tonumber(spawn_due) < tonumber(earliest) then
         earliest = spawn_due
       end
