@@ -259,15 +259,19 @@ class App(CronMethods):
         Every task is checked before any is written. Returns how many were scheduled.
         """
         specs = list(tasks)
-        for n, spec in enumerate(specs):
+        for n, spec in enumerate(specs):  # refused at the door, before any connection
             if not isinstance(spec, Task):
                 raise ValidationError(f"tasks[{n}]", "must be a duetime.Task")
+            if spec.task_type not in self.types:
+                check_name(f"tasks[{n}].task_type", spec.task_type)
+                raise UnknownTaskType(spec.task_type, tuple(self.types), f"tasks[{n}].task_type")
         store = await self.open()
         now = self.clock.now_ms()
         by_type: dict[str, list[NewTask]] = {}
+        limit = self.max_payload_bytes
         for n, spec in enumerate(specs):
             try:
-                new = self._new_task(spec, now)
+                new = to_new_task(spec, now, limit)
             except ValidationError as exc:
                 raise type(exc)(f"tasks[{n}].{exc.field}", exc.problem) from None
             by_type.setdefault(spec.task_type, []).append(new)

@@ -54,10 +54,12 @@ class PayloadError(ValidationError):
 class UnknownTaskType(ValidationError, LookupError):
     """The task type is neither registered with a handler nor declared on the app."""
 
-    def __init__(self, task_type: str, known: list[str] | tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, task_type: str, known: list[str] | tuple[str, ...] = (), field: str = "task_type"
+    ) -> None:
         hint = f"; known types: {', '.join(sorted(known))}" if known else ""
         super().__init__(
-            "task_type",
+            field,
             f"unknown task type {task_type!r}: register it with @app.task or "
             f"app.declare({task_type!r}) in a process that only schedules{hint}",
         )

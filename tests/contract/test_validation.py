@@ -77,6 +77,14 @@ async def test_one_bad_task_in_a_batch_writes_none_of_it(app: duetime.App) -> No
     assert await app.counts("mail") == {"due": 0, "running": 0, "dead": 0}
 
 
+async def test_an_unknown_type_in_a_batch_is_named_by_its_place(app: duetime.App) -> None:
+    tasks = [duetime.Task("mail", "a", at=AT), duetime.Task("mial", "b", at=AT)]
+    with pytest.raises(duetime.UnknownTaskType) as caught:
+        await app.schedule_many(tasks)
+    assert caught.value.field == "tasks[1].task_type" and "'mial'" in str(caught.value)
+    assert (await app.counts("mail"))["due"] == 0
+
+
 async def test_a_batch_item_that_is_not_a_task_is_refused(app: duetime.App) -> None:
     with pytest.raises(duetime.ValidationError) as caught:
         await app.schedule_many([duetime.Task("mail", "a", at=AT), ("mail", "b")])  # type: ignore[list-item]

@@ -25,8 +25,7 @@ Op = Literal["done", "next", "retry", "dead", "release"]
 WakeCallback = Callable[[str, int], None]
 
 
-@dataclass(frozen=True, slots=True)
-class NewTask:
+class NewTask(NamedTuple):
     """A task to write: its id, due time and record."""
 
     id: str
