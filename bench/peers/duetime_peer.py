@@ -13,6 +13,8 @@ concurrency=1000 and timeout=None, as bench/bench.py does (duetime's defaults ar
 5 min). Every task gets a uuid4 id. ``schedule_bulk`` uses ``schedule_many``.
 """
 
+from __future__ import annotations
+
 from datetime import UTC, datetime
 from uuid import uuid4
 
