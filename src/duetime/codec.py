@@ -79,8 +79,7 @@ def to_ms(field: str, value: object) -> int:
 
 def from_ms(ms: int) -> datetime:
     """The aware UTC datetime of epoch milliseconds."""
-    seconds, millis = divmod(ms, 1000)  # integers: exact in any year
-    return datetime.fromtimestamp(seconds, UTC).replace(microsecond=millis * 1000)
+    return _EPOCH + timedelta(milliseconds=ms)  # integer arithmetic: exact in any year
 
 
 def duration_ms(field: str, value: object, *, allow_zero: bool = False) -> int:
