@@ -60,6 +60,15 @@ class _Runner:
     waiting_for_slot: bool = False
 
 
+def _log_store_failure(exc: Exception, message: str, *args: object) -> None:
+    """A store error is expected now and then (logged without a trace); anything else is a
+    bug, logged with its traceback, but it still does not stop the worker."""
+    if isinstance(exc, StoreError):
+        log.warning(message, *args)
+    else:
+        log.exception(message, *args)
+
+
 def _backoff(failures: int) -> float:
     return min(ERROR_BACKOFF_CAP, ERROR_BACKOFF_FIRST * 2.0**failures) * random.uniform(0.5, 1)
 
@@ -243,10 +252,12 @@ class Worker:
                     at_most_once=policy.delivery == "at_most_once",
                     lookahead_ms=lookahead_ms,
                 )
-            except StoreError as exc:
+            except Exception as exc:  # a worker outlives any failure of its store
                 errors += 1
                 delay = _backoff(errors)
-                log.warning("claiming %s failed (%s); again in %.2f s", task_type.name, exc, delay)
+                _log_store_failure(
+                    exc, "claiming %s failed (%s); again in %.2f s", task_type.name, exc, delay
+                )
                 await self._wait(runner, delay)
                 continue
             errors = 0
@@ -336,9 +347,13 @@ class Worker:
         for n, (name, group) in enumerate(groups):
             try:
                 kept = await store.settle(name, [o for _, _, o in group], self.app.clock.now_ms())
-            except StoreError as exc:
-                log.warning(
-                    "settling %d %s outcomes failed (%s); will try again", len(group), name, exc
+            except Exception as exc:
+                _log_store_failure(
+                    exc,
+                    "settling %d %s outcomes failed (%s); will try again",
+                    len(group),
+                    name,
+                    exc,
                 )
                 self._outbox[:0] = [item for _, later in groups[n:] for item in later]
                 self._outbox_ready.set()
@@ -366,8 +381,10 @@ class Worker:
                 name = runner.task_type.name
                 try:
                     lost = await store.extend(name, held, self.app.clock.now_ms() + runner.lease_ms)
-                except StoreError as exc:
-                    log.warning("renewing %d %s leases failed: %s", len(held), name, exc)
+                except Exception as exc:
+                    _log_store_failure(
+                        exc, "renewing %d %s leases failed: %s", len(held), name, exc
+                    )
                     continue
                 for claim in lost:
                     run = runner.active.get(claim.token)
@@ -387,8 +404,8 @@ class Worker:
             await asyncio.sleep(RESAMPLE_SECONDS)
             try:
                 await clock.sync()
-            except StoreError as exc:
-                log.warning("could not read the store's clock: %s", exc)
+            except Exception as exc:
+                _log_store_failure(exc, "could not read the store's clock: %s", exc)
 
     async def _drain(self) -> None:
         tasks = [

@@ -287,9 +287,9 @@ async def test_stale_and_live_outcomes_in_one_batch_are_told_apart(store: Store)
     await put(store, ("a", T0))
     (old,) = await claim(store)
     await put(store, ("b", T0 + LEASE))
-    # b is due first; a was reaped at T0 + LEASE + 1 and is claimed again after it.
-    b, a_again = await claim(store, now=T0 + LEASE + 1)
-    assert (b.id, a_again.id) == ("b", "a")
+    # a was reaped and is due again at T0, the time it was claimed at: before b.
+    a_again, b = await claim(store, now=T0 + LEASE + 1)
+    assert (a_again.id, b.id) == ("a", "b")
 
     kept = await store.settle("mail", [Outcome("done", old), Outcome("done", b)], T0 + LEASE + 2)
 
@@ -310,3 +310,13 @@ async def test_an_app_on_this_store_sees_what_the_store_wrote(app: duetime.App) 
     await store.schedule("mail", [NewTask("raw", T0, encode_record('{"k":"v"}', every_ms=5))])
     info = await app.get("mail", "raw")
     assert info is not None and info.payload == {"k": "v"} and info.every is not None
+
+
+async def test_a_reaped_task_keeps_the_due_time_it_was_claimed_at(store: Store) -> None:
+    await put(store, ("a", T0 - 5000))
+    (first,) = await claim(store)
+
+    (again,) = await claim(store, now=T0 + LEASE + 1)
+
+    # Same occurrence: a crash must not change the handler's idempotency key.
+    assert (again.due_ms, again.stalls) == (T0 - 5000, 1)

@@ -106,7 +106,9 @@ async def test_every_key_is_named_after_its_type(
     await store.settle("mail", [Outcome("retry", claim, T0 + 1, REC, "boom")], T0)
 
     names = {key async for key in raw.scan_iter(match=f"duetime:{{{namespace}:*")}
-    assert names == {
+    calls = {name for name in names if ":call:" in name}  # remembered calls, short-lived
+    assert calls and all([0 < await raw.pttl(name) <= 60_000 for name in calls])
+    assert names - calls == {
         f"duetime:{{{namespace}:mail}}:{kind}" for kind in ("due", "data", "lease", "meta", "seq")
     }
 
@@ -230,3 +232,42 @@ async def _until(check: object, within: float = 3.0) -> None:
     from tests.helpers import eventually
 
     await eventually(check, within=within)  # type: ignore[arg-type]
+
+
+async def test_a_resent_claim_returns_the_same_claims(store: RedisStore, namespace: str) -> None:
+    from duetime.stores.redis.keys import call_key
+
+    k = type_keys(namespace, "mail")
+    await store.schedule("mail", [NewTask(f"t{i}", T0, REC) for i in range(3)])
+    keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, "c1")]
+    args = [T0, 2, 1000, 1, "0", 0, 15_000]
+
+    first = await store._run("claim_due", keys, args)
+    again = await store._run("claim_due", keys, args)  # as if the first reply was lost
+
+    assert again == first and len(first) == 2 + 2 * 5
+    rest = await store.claim(
+        "mail", now_ms=T0, limit=10, lease_ms=1000, max_stalls=1, at_most_once=False
+    )
+    assert [c.id for c in rest.claims] == ["t2"]
+
+
+async def test_a_resent_schedule_of_a_task_due_soon_is_not_written_twice(
+    store: RedisStore, namespace: str
+) -> None:
+    from duetime.stores.redis.keys import call_key
+
+    k = type_keys(namespace, "mail")
+    now = int(await store.time_ms())
+    keys = [k.due, k.data, k.dead, k.meta, call_key(k, "s1")]
+    args = ["ch", "mail", "0", "soon", now, REC]
+    assert await store._run("schedule", keys, args) == [1]
+    (c,) = (
+        await store.claim(
+            "mail", now_ms=now, limit=1, lease_ms=1000, max_stalls=1, at_most_once=False
+        )
+    ).claims
+    await store.settle("mail", [Outcome("done", c)], now)  # it ran and is gone
+
+    assert await store._run("schedule", keys, args) == [0]  # the resend does nothing
+    assert await store.get("mail", "soon") is None

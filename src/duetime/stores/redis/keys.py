@@ -15,6 +15,11 @@ Redis Cluster slot and one script may touch them all::
                                       stalled or failed)
     duetime:{ns:type}:seq       STRING  the last fencing token given out
 
+    duetime:{ns:type}:call:<id> STRING  for 15 s after a claim, its reply; for 60 s after a
+                                      schedule of tasks due within a minute, a marker:
+                                      a call resent after a lost reply is answered
+                                      from these instead of being done twice
+
     duetime:{ns}:crons          HASH  cron schedule name -> the task type it lives in
 
     duetime:{ns}:wake           pub/sub channel: "<type> <due ms>" when a task becomes
@@ -45,6 +50,11 @@ def type_keys(namespace: str, task_type: str) -> TypeKeys:
     """The keys of ``task_type`` in ``namespace``; both names are validated by the caller."""
     base = f"{PREFIX}:{{{namespace}:{task_type}}}:"
     return TypeKeys(*(base + kind for kind in TypeKeys.__slots__))
+
+
+def call_key(keys: TypeKeys, call_id: str) -> str:
+    """The key that remembers one script call, in the slot of its type's keys."""
+    return keys.seq[: -len("seq")] + "call:" + call_id
 
 
 def cron_index(namespace: str) -> str:

@@ -24,7 +24,7 @@ from typing import Any
 from redis import exceptions as rexc
 from redis.asyncio import Redis
 
-from duetime.errors import ScriptError
+from duetime.errors import ScriptError, StoreError
 
 _hiredis_pack: Callable[..., Any] | None
 try:
@@ -33,12 +33,12 @@ except ImportError:  # pragma: no cover - hiredis comes with redis[hiredis]
     _hiredis_pack = None
 
 _PREAMBLE = "_preamble.lua"
-NAMES = ("schedule", "claim_due", "settle", "extend_lease", "cancel", "revive")
+NAMES = ("schedule", "claim_due", "settle", "extend_lease", "cancel", "revive", "inspect_task")
 
-#: What each negative code means.
-CODES = {-1: "a key holds a value of another type", -2: "bad arguments"}
-#: A call that meets a dropped connection is sent again this many times, after waits
-#: doubling from the first up to the cap (about 3 s in all, as redis-py's default).
+#: What each negative code means. -3 carries the server's own error (out of memory, say).
+CODES = {-1: "a key holds a value of another type", -2: "bad arguments", -3: "the server refused"}
+#: A call that meets a dropped or refused connection is sent again this many times, after
+#: waits doubling from the first up to the cap: about 3 s of outage in all.
 SEND_TRIES = 8
 RETRY_FIRST_SECONDS = 0.02
 RETRY_CAP_SECONDS = 1.0
@@ -67,6 +67,8 @@ def check_reply(reply: Any) -> Any:
         detail = str(reply[1]) if len(reply) > 1 else ""
         if code == -1:
             raise ScriptError(code, CODES[code], detail)
+        if code == -3:
+            raise StoreError(f"Redis refused the write: {detail}")
         raise ScriptError(code, f"{CODES.get(code, 'unknown refusal')}: {detail}")
     return reply
 
@@ -81,24 +83,32 @@ class ScriptRunner:
     async def _send(self, *args: Any) -> Any:
         pool = self.client.connection_pool
         for attempt in range(SEND_TRIES):
-            conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+            conn = None
             try:
+                conn = await pool.get_connection()  # type: ignore[no-untyped-call]
                 packed = self._pack(args) if self._pack else conn.pack_command(*args)
                 await conn.send_packed_command(packed, check_health=False)
                 return await conn.read_response()
-            except (rexc.ConnectionError, rexc.TimeoutError, OSError):
-                await conn.disconnect()
+            except (rexc.ConnectionError, rexc.TimeoutError, OSError, RuntimeError) as exc:
+                # RuntimeError: uvloop's "unable to perform operation on <TCPTransport
+                # closed=True>" when a connection is reset as it is being set up.
+                if conn is not None:
+                    await conn.disconnect()
                 if attempt == SEND_TRIES - 1:
+                    if isinstance(exc, RuntimeError):
+                        raise rexc.ConnectionError(str(exc)) from exc
                     raise
             except rexc.ResponseError:
                 raise
             except BaseException:
                 # Cancelled (or worse) between sending and reading: the reply is still on
                 # its way, so the connection cannot be used again.
-                await conn.disconnect()
+                if conn is not None:
+                    await conn.disconnect()
                 raise
             finally:
-                await pool.release(conn)
+                if conn is not None:
+                    await pool.release(conn)
             delay = min(RETRY_CAP_SECONDS, RETRY_FIRST_SECONDS * 2**attempt)
             await asyncio.sleep(delay * random.uniform(0.5, 1))
         raise AssertionError("unreachable")  # pragma: no cover

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -12,6 +13,8 @@ from typing import Any
 
 from redis import exceptions as rexc
 from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 
 from duetime.errors import ConfigError, StoreError, StoreUnavailable
 from duetime.stores.base import (
@@ -27,6 +30,7 @@ from duetime.stores.base import (
 from duetime.stores.redis import scripts
 from duetime.stores.redis.keys import (
     TypeKeys,
+    call_key,
     cron_index,
     parse_lease,
     type_keys,
@@ -41,6 +45,9 @@ MIN_VERSION = (6, 2)
 #: Most tasks written by one script call. Lua's unpack() has a limit of about 8,000
 #: values, and a short script keeps the server responsive for other clients.
 SCHEDULE_CHUNK = 1000
+#: How long a claim's reply is kept for a resend of the call (the script runner resends
+#: within a few seconds).
+CLAIM_REPLAY_MS = 15_000
 #: Chunks of one batch in flight at once.
 SCHEDULE_WINDOW = 3
 #: Most outcomes settled by one script call, for the same reasons.
@@ -106,9 +113,12 @@ class RedisStore:
             keys = self._keys[task_type] = type_keys(self.config.namespace, task_type)
         return keys
 
-    def _connect(self, **options: Any) -> Redis:
+    def _connect(self, *, retries: int = 8, **options: Any) -> Redis:
+        # from_url gives connections no retries: reads would fail on the first dropped
+        # idle connection. Reads are safe to repeat; scripts have their own runner.
+        retry = Retry(ExponentialWithJitterBackoff(base=0.02, cap=1.0), retries)
         try:
-            return Redis.from_url(self.config.url, decode_responses=True, **options)
+            return Redis.from_url(self.config.url, decode_responses=True, retry=retry, **options)
         except ValueError as exc:
             raise ConfigError(f"bad Redis URL: {exc}") from None
 
@@ -158,7 +168,7 @@ class RedisStore:
         self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
     ) -> None:
         k = self.keys(task_type)
-        keys = [k.due, k.data, k.dead, k.meta]
+        keys = [k.due, k.data, k.dead, k.meta, call_key(k, _call_id())]
         mode = "1" if only_new else "0"
         if len(tasks) == 1:
             task = tasks[0]
@@ -180,7 +190,7 @@ class RedisStore:
 
         async def send(args: list[Any]) -> None:
             async with window:
-                await self._run("schedule", keys, args)
+                await self._run("schedule", [*keys[:4], call_key(k, _call_id())], args)
 
         await asyncio.gather(*(send(args) for args in chunks))
 
@@ -209,8 +219,9 @@ class RedisStore:
         lookahead_ms: int = 0,
     ) -> ClaimBatch:
         k = self.keys(task_type)
-        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq]
-        args = [now_ms, limit, lease_ms, max_stalls, "1" if at_most_once else "0", lookahead_ms]
+        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, _call_id())]
+        mode = "1" if at_most_once else "0"
+        args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
         reply = await self._run("claim_due", keys, args)
         claims = [
             Claim(reply[i], reply[i + 1], reply[i + 2], int(reply[i + 3]), reply[i + 4])
@@ -258,14 +269,9 @@ class RedisStore:
 
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:
         k = self.keys(task_type)
-        async with _errors("get"), self.client.pipeline(transaction=True) as pipe:
-            pipe.zscore(k.due, task_id)
-            pipe.zscore(k.running, task_id)
-            pipe.zscore(k.dead, task_id)
-            pipe.hget(k.data, task_id)
-            pipe.hget(k.lease, task_id)
-            pipe.hmget(k.meta, ["s:" + task_id, "e:" + task_id])
-            due, running, dead, record, lease, (stalls, error) = await pipe.execute()
+        keys = [k.due, k.running, k.dead, k.data, k.lease, k.meta]
+        reply = await self._run("inspect_task", keys, [task_id])
+        due, running, dead, record, lease, stalls, error = (*reply, *[None] * 7)[:7]
         if due is not None:
             return _stored(task_id, "due", due, _ms(due), record, stalls, error)
         if running is not None and lease is not None:
@@ -288,7 +294,7 @@ class RedisStore:
                 return []
             ids = [task_id for task_id, _ in rows]
             fields = [f"{kind}:{task_id}" for task_id in ids for kind in ("s", "e")]
-            async with self.client.pipeline(transaction=True) as pipe:
+            async with self.client.pipeline(transaction=False) as pipe:
                 pipe.hmget(k.data, ids)
                 pipe.hmget(k.lease, ids)
                 pipe.hmget(k.meta, fields)
@@ -305,7 +311,7 @@ class RedisStore:
 
     async def count(self, task_type: str) -> dict[State, int]:
         k = self.keys(task_type)
-        async with _errors("count"), self.client.pipeline(transaction=True) as pipe:
+        async with _errors("count"), self.client.pipeline(transaction=False) as pipe:
             for index in (k.due, k.running, k.dead):
                 pipe.zcard(index)
             counts = await pipe.execute()
@@ -335,7 +341,8 @@ class RedisStore:
         backoff = 0.05
         while True:
             # A connection of its own: a subscribed connection can carry nothing else.
-            client = self._connect(health_check_interval=10)
+            # No silent retries: a reconnect must be seen, to look again for what was missed.
+            client = self._connect(retries=0, health_check_interval=10)
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(self._channel)
@@ -355,6 +362,10 @@ class RedisStore:
                     await client.aclose()
             await asyncio.sleep(backoff * random.uniform(0.5, 1.0))
             backoff = min(backoff * 2, LISTEN_BACKOFF_CAP)
+
+
+def _call_id() -> str:
+    return os.urandom(8).hex()
 
 
 def _settle_args(o: Outcome) -> tuple[Any, ...]:

@@ -1,7 +1,8 @@
 -- claim_due: reap expired leases, then lease up to `limit` due tasks of one type.
 --
--- Reaping: a running task whose lease deadline has passed goes back to due (score = now)
--- and its stall count goes up; past `max stalls` it goes to the dead letters instead.
+-- Reaping: a running task whose lease deadline has passed goes back to due at the due time
+-- it was claimed at (so it keeps its occurrence, and a series its phase), and its stall
+-- count goes up; past `max stalls` it goes to the dead letters instead.
 -- With at-most-once delivery it goes to the dead letters at once, never to run again. A
 -- task that was rescheduled or cancelled while it ran just loses its lease.
 --
@@ -11,13 +12,18 @@
 -- takes the lease over: the earlier run's outcome will be stale. A due id without a
 -- record is moved to the dead letters with a reason, never dropped.
 --
+-- Resending it is safe: the reply of a call that claimed tasks is kept for a short while
+-- under the call's own key, and a call with that key again returns it, instead of claiming
+-- other tasks while the first ones wait out their lease.
+--
 -- KEYS[1] due (ZSET id -> due ms), KEYS[2] running (ZSET id -> lease deadline ms),
 -- KEYS[3] data, KEYS[4] lease (HASH id -> "<token>|<due ms>"), KEYS[5] meta, KEYS[6] dead,
--- KEYS[7] seq (STRING: the last token given out)
+-- KEYS[7] seq (STRING: the last token given out), KEYS[8] this call's key
 -- ARGV[1] now ms, ARGV[2] limit (>= 0), ARGV[3] lease ms (> 0), ARGV[4] max stalls (>= 0),
 -- ARGV[5] "1" for at-most-once delivery, else "0"
 -- ARGV[6] look-ahead ms (>= 0): also claim tasks due this soon; the worker starts each at
 --         its due time (the lease counts from now)
+-- ARGV[7] how long to keep the reply for a resent call, ms
 --
 -- Returns {next, reaped, id1, token1, stalls1, due1, record1, id2, ...}:
 --   next   the earliest due time or lease deadline left, as a string ('' when none);
@@ -25,11 +31,15 @@
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local meta, dead, seq = KEYS[5], KEYS[6], KEYS[7]
+local meta, dead, seq, call = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
-                        meta, 'hash', dead, 'zset', seq, 'string'})
+                        meta, 'hash', dead, 'zset', seq, 'string', call, 'string'})
 if bad then
   return {-1, bad}
+end
+local replay = redis.call('GET', call)
+if replay then
+  return cjson.decode(replay)  -- this call was sent before and its reply lost
 end
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local lease_ms, max_stalls = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -44,6 +54,7 @@ end
 local REAP_BATCH = 1000
 local expired = redis.call('ZRANGEBYSCORE', running, '-inf', ARGV[1], 'LIMIT', 0, REAP_BATCH)
 for _, id in ipairs(expired) do
+  local claimed_due = string.match(redis.call('HGET', lease, id) or '', '|(%d+)$') or ARGV[1]
   redis.call('ZREM', running, id)
   redis.call('HDEL', lease, id)
   if redis.call('ZSCORE', due, id) or redis.call('HEXISTS', data, id) == 0 then
@@ -57,7 +68,7 @@ for _, id in ipairs(expired) do
       redis.call('ZADD', dead, ARGV[1], id)
       redis.call('HSET', meta, 'e:' .. id, 'stalled: its lease expired ' .. stalls .. ' times')
     else
-      redis.call('ZADD', due, ARGV[1], id)
+      redis.call('ZADD', due, claimed_due, id)
     end
   end
 end
@@ -114,11 +125,15 @@ if #picked > 0 then
     bulk('HSET', lease, hset)
   end
 end
+local remember = #out > 2 and tonumber(ARGV[7] or '0') or 0
 
 local next_due, next_lease = head_score(due), head_score(running)
 if next_due and next_lease then
   out[1] = tonumber(next_due) <= tonumber(next_lease) and next_due or next_lease
 else
   out[1] = next_due or next_lease or ''
+end
+if remember > 0 then
+  redis.call('SET', call, cjson.encode(out), 'PX', remember)
 end
 return out

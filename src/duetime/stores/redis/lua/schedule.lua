@@ -10,17 +10,24 @@
 -- keys they touch, and the first write (HSET on data) checks its own, before anything
 -- is written.
 --
+-- Resending it is safe. Writing the same tasks twice gives the same tasks, except when a
+-- task was due so soon that a worker ran it between the two: then it would run twice. So
+-- when a task is due within a minute (by the server's clock), the call leaves a marker
+-- under its own key, and a call that finds its marker writes nothing.
+--
 -- KEYS[1] due    ZSET  id -> due time (ms)
 -- KEYS[2] data   HASH  id -> record (JSON)
 -- KEYS[3] dead   ZSET  id -> time of death (ms)
 -- KEYS[4] meta   HASH  s:<id>, e:<id> -> stalls, last error (see the preamble)
+-- KEYS[5] call   STRING  this call's marker
 -- ARGV[1] wake channel
 -- ARGV[2] task type (the first word of a wake message)
 -- ARGV[3] "1" to write only ids that do not exist yet (due, running or dead), else "0"
 -- ARGV[4..] triples: id, due ms (integer string), record; ids are distinct
 --
--- Returns {n}: the number of tasks written.
--- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
+-- Returns {n}: the number of tasks written ({0} for a resent call already done).
+-- Errors: {-1, key} a key holds another type; {-2, what} bad arguments; {-3, message} the
+-- server refused the first write (out of memory). Nothing is written.
 
 if #ARGV < 6 or (#ARGV - 3) % 3 ~= 0 then
   return {-2, 'expected id, due, record triples'}
@@ -63,6 +70,21 @@ if #ids == 0 then
   return {0}
 end
 
+local MARK_WITHIN_MS, MARK_FOR_MS = 60000, 60000
+local clock = redis.call('TIME')
+if tonumber(earliest) <= tonumber(clock[1]) * 1000 + MARK_WITHIN_MS then
+  local marked = redis.pcall('SET', KEYS[5], '1', 'NX', 'PX', MARK_FOR_MS)
+  if failed(marked) then
+    if string.find(marked.err, 'WRONGTYPE', 1, true) then
+      return {-1, KEYS[5]}
+    end
+    return {-3, marked.err}
+  end
+  if not marked then
+    return {0}  -- resent after its reply was lost: done already
+  end
+end
+
 local head = redis.pcall('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if failed(head) then
   return {-1, KEYS[1]}
@@ -75,8 +97,12 @@ local has_meta = redis.call('EXISTS', KEYS[4]) == 1
 if has_meta and wrong_type({KEYS[4], 'hash'}) then
   return {-1, KEYS[4]}
 end
-if failed(redis.pcall('HSET', KEYS[2], unpack(hset, 1, math.min(#hset, 4000)))) then
-  return {-1, KEYS[2]}
+local first = redis.pcall('HSET', KEYS[2], unpack(hset, 1, math.min(#hset, 4000)))
+if failed(first) then
+  if string.find(first.err, 'WRONGTYPE', 1, true) then
+    return {-1, KEYS[2]}
+  end
+  return {-3, first.err}  -- out of memory, say: nothing was written
 end
 
 -- Written from here on.

@@ -6,7 +6,8 @@
 --                 ran: the lease just ends;
 --   at_most_once  at-most-once delivery: to the dead letters, never to run again;
 --   stalled_out   its stalls, one more now, exceed :max_stalls: to the dead letters;
---   requeue       one more stall, and due again at :now.
+--   requeue       one more stall, and due again at the due time it was claimed at (so
+--                 it keeps its occurrence, and a series its phase).
 --
 -- Parameters: :qid, :now (ms), :max_stalls, :at_most_once (0 or 1),
 -- :batch (most leases reaped by one call, so a claim stays short).
@@ -17,7 +18,7 @@ SET token = NULL,
     claimed_due_ms = NULL,
     deadline_ms = NULL,
     stalls = t.stalls + (v.verdict IN ('requeue', 'stalled_out')),
-    due_ms = CASE v.verdict WHEN 'requeue' THEN :now ELSE t.due_ms END,
+    due_ms = CASE v.verdict WHEN 'requeue' THEN t.claimed_due_ms ELSE t.due_ms END,
     dead_ms = CASE WHEN v.verdict IN ('at_most_once', 'stalled_out') THEN :now
                    ELSE t.dead_ms END,
     error = CASE v.verdict

@@ -1,0 +1,30 @@
+"""Fixtures of the fault tests: worker processes that are always stopped, by pid."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.faults.harness import Workers
+
+
+@pytest.fixture
+def workers(tmp_path: Path) -> Iterator[Workers]:
+    group = Workers(tmp_path)
+    try:
+        yield group
+    finally:
+        group.cleanup()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """On failure, add the worker processes' logs to the report."""
+    report = yield
+    group = getattr(item, "funcargs", {}).get("workers")
+    if report.when == "call" and report.failed and isinstance(group, Workers):
+        group.dump_tasks()
+        report.sections.append(("worker logs", group.logs()))
+    return report

@@ -1,0 +1,133 @@
+"""A duetime worker process for the fault tests: ``python -m tests.faults.worker_app ...``.
+
+It registers one task type whose handler appends ledger lines and then calls
+``app.run()``, the blocking entry point with SIGTERM/SIGINT handling, so the tests signal a
+real worker process. Each handler run appends, to ``<ledger dir>/ledger-<pid>.log``::
+
+    start  <task id> <token> <attempt> <pid> <wall ms> <due ms> <occurrence>
+    effect <task id> <token> <attempt> <pid> <wall ms> <due ms> <occurrence>
+
+``start`` as the handler begins, ``effect`` just before it returns. Each line is one
+``os.write`` on an ``O_APPEND`` descriptor, so it survives a SIGKILL of this process the
+moment after (reliability.md section 4.1). Wall times come from ``CLOCK_REALTIME`` read
+directly, which the clock-skew wrapper (``skewed_worker``) leaves alone: the ledger stays
+comparable with Redis ``TIME`` on this host whatever this process's ``time.time`` says.
+
+Handler modes (``--mode``):
+
+* ``ledger``: write the two lines and return;
+* ``sleep:<seconds>``: sleep (asyncio) between the two lines;
+* ``hang``: write ``start`` and wait forever (only a cancel or a kill ends it).
+
+A payload ``{"sleep": <seconds>}`` overrides the mode's sleep for that task.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import logging
+import os
+import signal
+import sys
+import time
+from datetime import timedelta
+from typing import Any
+
+import duetime
+
+
+def wall_ms() -> float:
+    """This host's real wall clock in ms (not ``time.time``, which a test may skew)."""
+    return time.clock_gettime_ns(time.CLOCK_REALTIME) / 1e6
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="worker_app")
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--ledger", required=True, help="directory for the ledger file")
+    parser.add_argument("--task-type", default="work")
+    parser.add_argument("--mode", default="ledger")
+    parser.add_argument("--lease", type=float, default=30.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--timeout", type=float, default=30.0, help="0 for none")
+    parser.add_argument("--retries", type=int, default=3)
+    parser.add_argument("--max-stalls", type=int, default=3)
+    parser.add_argument("--grace", type=float, default=5.0)
+    return parser.parse_args(argv)
+
+
+def build(args: argparse.Namespace) -> duetime.App:
+    app = duetime.App(args.url, namespace=args.namespace)
+    fd = os.open(
+        os.path.join(args.ledger, f"ledger-{os.getpid()}.log"),
+        os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+        0o644,
+    )
+    pid = os.getpid()
+    mode, _, arg = args.mode.partition(":")
+    if mode not in ("ledger", "sleep", "hang"):
+        raise SystemExit(f"unknown mode {args.mode!r}")
+    default_sleep = float(arg) if mode == "sleep" else 0.0
+
+    def note(kind: str, ctx: duetime.Context) -> None:
+        due_ms = int(ctx.due.timestamp() * 1000 + 0.5)
+        line = (
+            f"{kind} {ctx.task_id} {ctx.token} {ctx.attempt} {pid} {wall_ms():.3f} {due_ms} "
+            f"{ctx.occurrence}\n"
+        )
+        os.write(fd, line.encode())
+
+    @app.task(
+        args.task_type,
+        concurrency=args.concurrency,
+        timeout=args.timeout or None,
+        retries=args.retries,
+        lease=timedelta(seconds=args.lease),
+        max_stalls=args.max_stalls,
+    )
+    async def work(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        note("start", ctx)
+        if mode == "hang":
+            await asyncio.Event().wait()
+        pause = float(payload.get("sleep", default_sleep))
+        if pause > 0:
+            await asyncio.sleep(pause)
+        note("effect", ctx)
+
+    return app
+
+
+def dump_tasks(signum: int, frame: object) -> None:
+    """SIGUSR1: write every asyncio task's stack to stderr (the tests ask for it when they
+    fail, to show where a stuck worker waits)."""
+    loop = asyncio._get_running_loop()
+    if loop is None:
+        return
+    out = io.StringIO()
+    for task in asyncio.all_tasks(loop):
+        task.print_stack(file=out)
+    sys.stderr.write(f"--- asyncio tasks of {os.getpid()} ---\n{out.getvalue()}")
+    sys.stderr.flush()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(relativeCreated)6d %(process)d %(name)s %(levelname)s %(message)s",
+    )
+    log = logging.getLogger("worker_app")
+    # The clock-skew test reads this line to check that its skew is in effect here.
+    log.info("worker_app: time.time() %.3f wall %.3f", time.time(), wall_ms() / 1000)
+    app = build(args)
+    signal.signal(signal.SIGUSR1, dump_tasks)
+    app.run(grace=args.grace)
+    log.info("worker_app: exiting")
+
+
+if __name__ == "__main__":
+    main()
