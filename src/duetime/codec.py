@@ -13,9 +13,11 @@ the failed attempts of that occurrence so far. ``c`` makes the task a cron sched
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -35,6 +37,23 @@ MAX_DEPTH = 32
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MS = timedelta(milliseconds=1)
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_CONTAINERS = (dict, list, tuple)
+
+
+def _make_fast_encode() -> Callable[[Any], str]:
+    """The C encoder of ``_encoder``, built once: ``JSONEncoder.encode`` builds it again on
+    every call, which costs more than the encoding of a small payload. Cycles need no
+    check of their own: nesting is capped at MAX_DEPTH before anything is encoded."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:  # pragma: no cover - CPython always has _json
+        return _encoder.encode
+    encode = make(
+        None, _encoder.default, json.encoder.encode_basestring, None, ":", ",", False, False, False
+    )
+    return lambda value: "".join(encode(value, 0))
+
+
+_fast_encode = _make_fast_encode()
 _decoder = json.JSONDecoder()
 _scan = _decoder.scan_once  # type: ignore[attr-defined]
 
@@ -68,12 +87,24 @@ def check_id(value: object, field: str = "task_id") -> str:
 def to_ms(field: str, value: object) -> int:
     """Epoch milliseconds of an aware datetime, rounded up: a task never runs before the
     moment it was asked for."""
+    if type(value) is datetime and value.tzinfo is not None:
+        try:
+            return _aware_ms(value)  # a batch often shares one moment
+        except ValueError:
+            pass  # a tzinfo without an offset: explained below
     if not isinstance(value, datetime):
         raise ValidationError(field, f"must be a datetime, not {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(
             field, "must be timezone-aware (a naive datetime has no single meaning)"
         )
+    return -((_EPOCH - value) // _MS)
+
+
+@functools.lru_cache(maxsize=1024)
+def _aware_ms(value: datetime) -> int:
+    if value.utcoffset() is None:
+        raise ValueError("no offset")
     return -((_EPOCH - value) // _MS)
 
 
@@ -109,11 +140,11 @@ def _check_containers(
                 raise PayloadError(
                     "payload", f"key {key!r} at {path} is not a string (JSON keys are strings)"
                 )
-            if isinstance(item, dict | list | tuple):
+            if isinstance(item, _CONTAINERS):
                 _check_containers(item, f"{path}.{key}", depth + 1)
     else:
         for n, item in enumerate(value):
-            if isinstance(item, dict | list | tuple):
+            if isinstance(item, _CONTAINERS):
                 _check_containers(item, f"{path}[{n}]", depth + 1)
 
 
@@ -127,7 +158,7 @@ def encode_payload(payload: object, max_bytes: int) -> str:
         )
     _check_containers(payload, "payload", 0)
     try:
-        text = _encoder.encode(payload)
+        text = _fast_encode(payload)
     except (TypeError, ValueError) as exc:
         raise PayloadError("payload", f"cannot be written as JSON: {exc}") from None
     if len(text) * 4 > max_bytes and len(text.encode()) > max_bytes:
@@ -139,7 +170,7 @@ def encode_payload(payload: object, max_bytes: int) -> str:
 
 def dump_json(value: dict[str, Any]) -> str:
     """Compact JSON text of a value already known to be valid."""
-    return _encoder.encode(value)
+    return _fast_encode(value)
 
 
 def encode_record(
@@ -161,7 +192,7 @@ def encode_record(
     if failures:
         parts.append(f',"f":{failures}')
     if cron is not None:
-        parts.append(',"c":' + _encoder.encode(cron))
+        parts.append(',"c":' + _fast_encode(cron))
     parts.append("}")
     return "".join(parts)
 

@@ -41,6 +41,9 @@ CODES = {-1: "a key holds a value of another type", -2: "bad arguments", -3: "th
 #: waits doubling from the first up to the cap: about 3 s of outage in all.
 SEND_TRIES = 8
 RETRY_FIRST_SECONDS = 0.02
+#: A call that gets no reply in this long is given up on its connection and sent again
+#: (scripts are safe to resend). Long enough for a big batch on a slow server.
+CALL_TIMEOUT_SECONDS = 10.0
 RETRY_CAP_SECONDS = 1.0
 
 
@@ -85,10 +88,13 @@ class ScriptRunner:
         for attempt in range(SEND_TRIES):
             conn = None
             try:
-                conn = await pool.get_connection()  # type: ignore[no-untyped-call]
-                packed = self._pack(args) if self._pack else conn.pack_command(*args)
-                await conn.send_packed_command(packed, check_health=False)
-                return await conn.read_response()
+                # One timer for the whole call; the client has no socket timeout, because
+                # redis-py then wraps every send in asyncio.wait_for, a task per command.
+                async with asyncio.timeout(CALL_TIMEOUT_SECONDS):
+                    conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+                    packed = self._pack(args) if self._pack else conn.pack_command(*args)
+                    await conn.send_packed_command(packed, check_health=False)
+                    return await conn.read_response()
             except (rexc.ConnectionError, rexc.TimeoutError, OSError, RuntimeError) as exc:
                 # RuntimeError: uvloop's "unable to perform operation on <TCPTransport
                 # closed=True>" when a connection is reset as it is being set up.

@@ -75,9 +75,11 @@ class RedisConfig:
 
 @contextlib.asynccontextmanager
 async def _errors(what: str) -> AsyncIterator[None]:
-    """Turn redis-py's exceptions into duetime's."""
+    """Turn redis-py's exceptions into duetime's, and bound how long a read may take (the
+    client has no socket timeout of its own: see scripts.CALL_TIMEOUT_SECONDS)."""
     try:
-        yield
+        async with asyncio.timeout(scripts.CALL_TIMEOUT_SECONDS):
+            yield
     except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
         raise StoreUnavailable(f"Redis unavailable during {what}: {exc}") from exc
     except rexc.RedisError as exc:
@@ -113,12 +115,20 @@ class RedisStore:
             keys = self._keys[task_type] = type_keys(self.config.namespace, task_type)
         return keys
 
-    def _connect(self, *, retries: int = 8, **options: Any) -> Redis:
+    def _connect(
+        self, *, retries: int = 8, socket_timeout: float | None = None, **options: Any
+    ) -> Redis:
         # from_url gives connections no retries: reads would fail on the first dropped
         # idle connection. Reads are safe to repeat; scripts have their own runner.
         retry = Retry(ExponentialWithJitterBackoff(base=0.02, cap=1.0), retries)
         try:
-            return Redis.from_url(self.config.url, decode_responses=True, retry=retry, **options)
+            return Redis.from_url(
+                self.config.url,
+                decode_responses=True,
+                retry=retry,
+                socket_timeout=socket_timeout,
+                **options,
+            )
         except ValueError as exc:
             raise ConfigError(f"bad Redis URL: {exc}") from None
 
