@@ -18,8 +18,9 @@ check: install
 	$(BIN)/ruff check src tests bench examples
 	$(BIN)/mypy
 
+# Branch coverage of the tests' own process (worker subprocesses are not counted).
 test: check
-	$(BIN)/pytest
+	$(BIN)/pytest --cov=duetime --cov-branch --cov-report=term:skip-covered --cov-fail-under=85
 
 bench: install
 	$(BIN)/python bench/bench.py
