@@ -14,7 +14,6 @@ Every error duetime raises derives from :class:`DuetimeError`::
       NotFound (LookupError)
         TaskNotFound                no task with that type and id
         ScheduleNotFound            no cron schedule with that name
-      LeaseLost                   a worker no longer holds the task it tried to settle
 
 Control signals live apart, because they are not failures of duetime: a handler raises
 :class:`Retry` to ask for another attempt at a given time, or :class:`Abort` to send its task
@@ -113,16 +112,6 @@ class ScheduleNotFound(NotFound):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no cron schedule named {name!r}")
-
-
-class LeaseLost(DuetimeError):
-    """The lease on a claimed task expired or was taken over, so its outcome was not kept."""
-
-    def __init__(self, task_type: str, task_id: str, token: int) -> None:
-        self.task_type = task_type
-        self.task_id = task_id
-        self.token = token
-        super().__init__(f"lease lost on {task_type}/{task_id} (token {token})")
 
 
 class Retry(Exception):
