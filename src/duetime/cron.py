@@ -17,6 +17,7 @@ The daylight-saving contract, per wall-clock time:
 from __future__ import annotations
 
 import functools
+import random
 import zoneinfo
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,7 +25,7 @@ from typing import Literal
 
 from cronsim import CronSim, CronSimError
 
-from duetime.codec import from_ms
+from duetime.codec import encode_record, from_ms
 from duetime.errors import ValidationError
 
 Missed = Literal["skip", "once", "all"]
@@ -317,3 +318,10 @@ def next_for_allow(spec: CronSpec, run_ms: int, now_ms: int) -> int:
     if spec.missed == "all" and following <= now_ms:
         return following
     return spec.expr.next_after(max(now_ms, run_ms))
+
+
+def waiting_for(spec: CronSpec, payload_json: str, tick_ms: int) -> tuple[int, str]:
+    """A schedule waiting for the tick at ``tick_ms``: when it is due (the tick plus jitter,
+    unless paused), and its record."""
+    due = tick_ms + (random.randint(0, spec.jitter_ms) if spec.jitter_ms and not spec.paused else 0)
+    return due, encode_record(payload_json, occurrence_ms=tick_ms, cron=spec.to_json())

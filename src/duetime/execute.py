@@ -12,14 +12,13 @@ import asyncio
 import functools
 import inspect
 import logging
-import random
 from concurrent.futures import Executor as ThreadPool
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from duetime.codec import Record, decode_record, dump_json, duration_ms, encode_record, to_ms
-from duetime.cron import CronSpec, after_run, next_for_allow, plan_claim
+from duetime.cron import CronSpec, after_run, next_for_allow, plan_claim, waiting_for
 from duetime.errors import Abort, Retry, SchemaError, ValidationError
 from duetime.outcome import (
     Following,
@@ -221,16 +220,14 @@ class Executor:
                 _log_missed(task_type.name, name, plan.missed, plan.missed_total)
                 spec = replace(spec, missed_count=spec.missed_count + plan.missed_total)
             if plan.run_ms is None:
-                return Outcome("next", claim, *_schedule_record(spec, payload_json, plan.next_ms))
+                return Outcome("next", claim, *waiting_for(spec, payload_json, plan.next_ms))
             run = plan.run_ms
         if spec.overlap == "allow":
             occurrence = NewTask(
                 f"{name}@{run}", now, encode_record(payload_json, occurrence_ms=run)
             )
             nxt = next_for_allow(spec, run, now)
-            return Outcome(
-                "next", claim, *_schedule_record(spec, payload_json, nxt), spawn=occurrence
-            )
+            return Outcome("next", claim, *waiting_for(spec, payload_json, nxt), spawn=occurrence)
         ctx = self.app.context(task_type.name, name, attempt(claim, record), run, claim.token)
         try:
             await self._call(task_type, time_limit, record.payload, ctx)
@@ -241,18 +238,12 @@ class Executor:
             after = self.app.clock.now_ms()
             nxt, skipped = after_run(spec, run, now, after)
             spec = _count_skipped(task_type.name, name, spec, skipped)
-            following = _schedule_record(spec, payload_json, nxt)
+            following = waiting_for(spec, payload_json, nxt)
             retrying = record._replace(occurrence_ms=run, cron=spec.to_json())
             return await self._failed(task_type, claim, retrying, ctx, exc, following)
         nxt, skipped = after_run(spec, run, now, self.app.clock.now_ms())
         spec = _count_skipped(task_type.name, name, spec, skipped)
-        return success(claim, _schedule_record(spec, payload_json, nxt))
-
-
-def _schedule_record(spec: CronSpec, payload_json: str, tick_ms: int) -> Following:
-    """A cron schedule waiting for ``tick_ms``: due then (plus jitter), and its record."""
-    due = tick_ms + (random.randint(0, spec.jitter_ms) if spec.jitter_ms else 0)
-    return due, encode_record(payload_json, occurrence_ms=tick_ms, cron=spec.to_json())
+        return success(claim, waiting_for(spec, payload_json, nxt))
 
 
 def _count_skipped(type_name: str, name: str, spec: CronSpec, skipped: int) -> CronSpec:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
+from duetime.backoff import backoff_delay
 from duetime.codec import duration_ms
 from duetime.errors import ValidationError
 
@@ -56,9 +56,8 @@ class Backoff:
 
     def delay_ms(self, retry: int) -> int:
         """How long to wait before retry number ``retry`` (1 for the first)."""
-        cap = duration_ms("cap", self.cap)
-        raw = min(cap, duration_ms("base", self.base) * self.factor ** max(retry - 1, 0))
-        return int(raw * (1 - self.jitter * random.random()))
+        base, cap = duration_ms("base", self.base), duration_ms("cap", self.cap)
+        return int(backoff_delay(retry, base, cap, factor=self.factor, jitter=self.jitter))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

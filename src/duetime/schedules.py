@@ -9,7 +9,6 @@ types, so that names are unique and schedules can be found by name alone.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -23,7 +22,7 @@ from duetime.codec import (
     encode_record,
     from_ms,
 )
-from duetime.cron import MISSED, OVERLAP, CronSpec, Missed, Overlap, parse_cron
+from duetime.cron import MISSED, OVERLAP, CronSpec, Missed, Overlap, parse_cron, waiting_for
 from duetime.errors import ScheduleNotFound, SchemaError, ValidationError
 from duetime.stores.base import NewTask, StoredTask
 
@@ -155,10 +154,7 @@ class Schedules:
 
     def _record(self, spec: CronSpec, payload_json: str, now_ms: int) -> tuple[int, str]:
         tick = PAUSED_MS if spec.paused else spec.expr.next_after(now_ms)
-        due = tick + (
-            random.randint(0, spec.jitter_ms) if spec.jitter_ms and not spec.paused else 0
-        )
-        return due, encode_record(payload_json, occurrence_ms=tick, cron=spec.to_json())
+        return waiting_for(spec, payload_json, tick)
 
     async def locate(self, name: str) -> tuple[str, StoredTask | None]:
         """The task type of the schedule ``name``, and its stored task (None if not stored)."""

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from duetime.backoff import backoff_delay
 from duetime.clock import RESAMPLE_SECONDS, StoreClock
 from duetime.codec import duration_ms
 from duetime.errors import StoreError, UnknownTaskType, ValidationError
@@ -70,7 +70,7 @@ def _log_store_failure(exc: Exception, message: str, *args: object) -> None:
 
 
 def _backoff(failures: int) -> float:
-    return min(ERROR_BACKOFF_CAP, ERROR_BACKOFF_FIRST * 2.0**failures) * random.uniform(0.5, 1)
+    return backoff_delay(failures, ERROR_BACKOFF_FIRST, ERROR_BACKOFF_CAP)
 
 
 async def _cancel_until_done(tasks: list[asyncio.Task[Any]]) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -24,6 +23,7 @@ from typing import Any
 from redis import exceptions as rexc
 from redis.asyncio import Redis
 
+from duetime.backoff import backoff_delay
 from duetime.errors import ScriptError, StoreError
 
 _hiredis_pack: Callable[..., Any] | None
@@ -115,8 +115,7 @@ class ScriptRunner:
             finally:
                 if conn is not None:
                     await pool.release(conn)
-            delay = min(RETRY_CAP_SECONDS, RETRY_FIRST_SECONDS * 2**attempt)
-            await asyncio.sleep(delay * random.uniform(0.5, 1))
+            await asyncio.sleep(backoff_delay(attempt + 1, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS))
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import random
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +15,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
+from duetime.backoff import backoff_delay
 from duetime.errors import ConfigError, StoreError, StoreUnavailable
 from duetime.stores.base import (
     STATES,
@@ -54,6 +54,7 @@ SCHEDULE_WINDOW = 3
 SETTLE_CHUNK = 500
 #: Wake-up listener: how long one read waits, and the back-off cap after a lost connection.
 LISTEN_POLL_SECONDS = 1.0
+LISTEN_BACKOFF_FIRST = 0.05
 LISTEN_BACKOFF_CAP = 5.0
 
 
@@ -348,7 +349,7 @@ class RedisStore:
     # -- wake-ups -----------------------------------------------------------------------
 
     async def listen(self, on_wake: WakeCallback) -> None:
-        backoff = 0.05
+        failures = 0
         while True:
             # A connection of its own: a subscribed connection can carry nothing else.
             # No silent retries: a reconnect must be seen, to look again for what was missed.
@@ -358,20 +359,20 @@ class RedisStore:
                 await pubsub.subscribe(self._channel)
                 # Anything published while we were not subscribed is lost: look again.
                 on_wake("*", 0)
-                backoff = 0.05
+                failures = 0
                 while True:
                     message = await pubsub.get_message(timeout=LISTEN_POLL_SECONDS)
                     if message is not None:
                         _dispatch(message.get("data"), on_wake)
             except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-                log.warning("wake-up channel lost (%s); reconnecting in %.2f s", exc, backoff)
+                log.warning("wake-up channel lost (%s); reconnecting", exc)
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
                 with contextlib.suppress(Exception):
                     await client.aclose()
-            await asyncio.sleep(backoff * random.uniform(0.5, 1.0))
-            backoff = min(backoff * 2, LISTEN_BACKOFF_CAP)
+            failures += 1
+            await asyncio.sleep(backoff_delay(failures, LISTEN_BACKOFF_FIRST, LISTEN_BACKOFF_CAP))
 
 
 def _call_id() -> str:

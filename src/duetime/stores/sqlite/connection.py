@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from duetime.backoff import backoff_delay
 from duetime.errors import ConfigError, SchemaError, StoreError, StoreUnavailable
 from duetime.stores.sqlite import schema
 from duetime.stores.sqlite.config import SqliteConfig
@@ -188,7 +188,7 @@ class Database:
             StoreUnavailable: still busy after ``busy_timeout_ms``.
         """
         deadline: float | None = None
-        delay = RETRY_FIRST_SECONDS
+        tries = 0
         while True:
             try:
                 return attempt()
@@ -203,8 +203,9 @@ class Database:
                         f"SQLite file {self.path} stayed locked by another connection for "
                         f"more than {self.config.busy_timeout_ms} ms (busy_timeout_ms)"
                     ) from exc
-                time.sleep(min(delay * random.uniform(0.5, 1.0), deadline - now))
-                delay = min(delay * 2, RETRY_CAP_SECONDS)
+                tries += 1
+                wait = backoff_delay(tries, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS)
+                time.sleep(min(wait, deadline - now))
 
     def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs

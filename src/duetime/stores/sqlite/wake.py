@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import sqlite3
 import threading
 from collections.abc import Iterable
@@ -12,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from duetime.backoff import backoff_delay
 from duetime.errors import StoreError
 from duetime.stores.base import WakeCallback
 from duetime.stores.sqlite.connection import connect, is_busy, map_error
@@ -168,8 +168,7 @@ async def poll(key: str, path: Path, namespace: str, on_wake: WakeCallback) -> N
                 delay = POLL_SECONDS
             except (StoreError, sqlite3.Error) as exc:
                 failures += 1
-                delay = min(RETRY_CAP_SECONDS, RETRY_FIRST_SECONDS * 2 ** (failures - 1))
-                delay *= random.uniform(0.5, 1.0)
+                delay = backoff_delay(failures, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS)
                 log.warning("wake-up poll of %s failed (%s); again in %.2f s", path, exc, delay)
                 if reader is not None:
                     readers.remove(reader)
