@@ -145,8 +145,8 @@ def _follow_up(conn: sqlite3.Connection, qid: int, j: _Judged, now_ms: int) -> l
     made_due = []
     if o.dead_id:
         conn.execute(Q.file_dead, (qid, o.dead_id, now_ms, o.dead_record, o.error))
-    if o.spawn is not None:
-        conn.execute(Q.spawn, (qid, o.spawn.id, o.spawn.due_ms, o.spawn.record))
+    if o.spawn is not None:  # a new occurrence, written as schedule writes one
+        conn.execute(Q.schedule, (qid, o.spawn.id, o.spawn.due_ms, o.spawn.record))
         made_due.append(o.spawn.due_ms)
     if j.moved or o.op == "done":
         return made_due
