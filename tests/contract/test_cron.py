@@ -43,26 +43,13 @@ async def test_a_schedule_added_at_run_time_is_managed_by_name(app: duetime.App)
     async def build_report(payload: dict[str, Any], ctx: duetime.Context) -> None:
         seen.append(payload)
 
-    assert (
-        await app.add_cron(
-            "nightly",
-            "0 2 * * *",
-            task="buildReport",
-            tz="Europe/Madrid",
-            payload={"kind": "sales"},
-        )
-        is True
-    )
-    assert (
-        await app.add_cron(
-            "nightly",
-            "0 2 * * *",
-            task="buildReport",
-            tz="Europe/Madrid",
-            payload={"kind": "sales"},
-        )
-        is False
-    )  # the same: nothing written
+    nightly: dict[str, Any] = {
+        "task": "buildReport",
+        "tz": "Europe/Madrid",
+        "payload": {"kind": "sales"},
+    }
+    assert await app.add_cron("nightly", "0 2 * * *", **nightly) is True
+    assert await app.add_cron("nightly", "0 2 * * *", **nightly) is False  # same: no write
     runs = await app.next_runs("nightly", 3)
     assert [(r.hour, r.minute, r.tzinfo.key) for r in runs] == [(2, 0, "Europe/Madrid")] * 3  # type: ignore[union-attr]
     (info,) = await app.crons()

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+import duetime
 from tests.faults.harness import Workers
 
 
@@ -17,6 +18,16 @@ def workers(tmp_path: Path) -> Iterator[Workers]:
         yield group
     finally:
         group.cleanup()
+
+
+@pytest.fixture
+async def app(redis_url: str, namespace: str) -> AsyncIterator[duetime.App]:
+    """The test's producer: an App on its Redis and namespace, declaring the type "work"
+    that the worker processes run."""
+    producer = duetime.App(redis_url, namespace=namespace)
+    producer.declare("work")
+    yield producer
+    await producer.close()
 
 
 @pytest.hookimpl(wrapper=True)
