@@ -35,7 +35,6 @@ from duetime.model import (
     DEFAULT_MAX_STALLS,
     DEFAULT_TIMEOUT,
     Backoff,
-    Context,
     Delivery,
     Pacing,
     Task,
@@ -365,13 +364,3 @@ class App(CronMethods):
         from duetime.sync import SyncClient
 
         return SyncClient(self)
-
-    def context(
-        self, task_type: str, claim_id: str, attempt: int, occurrence_ms: int, token: int
-    ) -> Context:
-        """The Context a handler gets (used by the worker)."""
-        suffix = f"@{occurrence_ms}"
-        occurrence = claim_id if claim_id.endswith(suffix) else claim_id + suffix
-        return Context(
-            task_type, claim_id, from_ms(occurrence_ms), attempt, occurrence, token, self
-        )

@@ -17,15 +17,25 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from duetime.codec import Record, decode_record, dump_json, duration_ms, encode_record, to_ms
+from duetime.codec import (
+    Record,
+    decode_record,
+    dump_json,
+    duration_ms,
+    encode_record,
+    from_ms,
+    to_ms,
+)
 from duetime.cron import CronSpec, after_run, next_for_allow, plan_claim, waiting_for
 from duetime.errors import Abort, Retry, SchemaError, ValidationError
+from duetime.model import Context
 from duetime.outcome import (
     Following,
     apply_hook,
     attempt,
     failure,
     next_occurrence,
+    occurrence_id,
     occurrence_ms,
     periodic_following,
     success,
@@ -34,7 +44,6 @@ from duetime.stores.base import Claim, NewTask, Outcome
 
 if TYPE_CHECKING:
     from duetime.app import App
-    from duetime.model import Context
     from duetime.tasktype import TaskType
 
 log = logging.getLogger(__name__)
@@ -50,6 +59,14 @@ class _TimedOut(Exception):
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _context(
+    app: App, task_type: str, task_id: str, attempt_no: int, occ_ms: int, token: int
+) -> Context:
+    return Context(
+        task_type, task_id, from_ms(occ_ms), attempt_no, occurrence_id(task_id, occ_ms), token, app
+    )
 
 
 class Executor:
@@ -72,7 +89,7 @@ class Executor:
         if spec is not None:
             return await self._cron(task_type, time_limit, claim, record, spec)
         occ = occurrence_ms(claim, record)
-        ctx = self.app.context(task_type.name, claim.id, attempt(claim, record), occ, claim.token)
+        ctx = _context(self.app, task_type.name, claim.id, attempt(claim, record), occ, claim.token)
         try:
             if task_type.is_async and time_limit is None:  # the shortest path
                 await task_type.handler(*task_type.args(record.payload, ctx))  # type: ignore[misc]
@@ -228,7 +245,7 @@ class Executor:
             )
             nxt = next_for_allow(spec, run, now)
             return Outcome("next", claim, *waiting_for(spec, payload_json, nxt), spawn=occurrence)
-        ctx = self.app.context(task_type.name, name, attempt(claim, record), run, claim.token)
+        ctx = _context(self.app, task_type.name, name, attempt(claim, record), run, claim.token)
         try:
             await self._call(task_type, time_limit, record.payload, ctx)
             # Schedules often tick together: let the other handlers of this tick start

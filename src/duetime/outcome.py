@@ -19,6 +19,13 @@ class Next:
     skipped: int
 
 
+def occurrence_id(task_id: str, occurrence_ms: int) -> str:
+    """The stable id of an occurrence, ``"<task id>@<due ms>"``. A dead letter filed for an
+    occurrence already has such an id, and keeps it when it is retried."""
+    suffix = f"@{occurrence_ms}"
+    return task_id if task_id.endswith(suffix) else task_id + suffix
+
+
 def occurrence_ms(claim: Claim, record: Record) -> int:
     """The due time of the occurrence a claim belongs to (retries keep the first one)."""
     return claim.due_ms if record.occurrence_ms is None else record.occurrence_ms
@@ -119,6 +126,6 @@ def failure(
     if record.every_ms is None and record.cron is None:
         dead_record = encode_record(payload_json, None, None, occ, failures)
         return Outcome("dead", claim, None, dead_record, error)
-    dead_id = claim.id if claim.id.endswith(f"@{occ}") else f"{claim.id}@{occ}"
+    dead_id = occurrence_id(claim.id, occ)
     dead_record = encode_record(payload_json, occurrence_ms=occ, failures=failures)
     return success(claim, following)._replace(error=error, dead_id=dead_id, dead_record=dead_record)

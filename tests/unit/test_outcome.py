@@ -119,3 +119,11 @@ def test_backoff_grows_is_capped_and_jittered() -> None:
     jittered = Backoff(base=timedelta(seconds=1), jitter=0.5)
     delays = {jittered.delay_ms(3) for _ in range(50)}
     assert all(2000 <= d <= 4000 for d in delays) and len(delays) > 1
+
+
+def test_an_occurrence_id_is_the_task_id_and_its_due_time_once() -> None:
+    from duetime.outcome import occurrence_id
+
+    assert occurrence_id("weekly", 1000) == "weekly@1000"
+    assert occurrence_id("weekly@1000", 1000) == "weekly@1000"  # a filed occurrence, retried
+    assert occurrence_id("a@b.c", 5) == "a@b.c@5"
