@@ -108,8 +108,9 @@ def _aware_ms(value: datetime) -> int:
     return -((_EPOCH - value) // _MS)
 
 
+@functools.lru_cache(maxsize=1024)
 def from_ms(ms: int) -> datetime:
-    """The aware UTC datetime of epoch milliseconds."""
+    """The aware UTC datetime of epoch milliseconds (cached: tasks often share due times)."""
     return _EPOCH + timedelta(milliseconds=ms)  # integer arithmetic: exact in any year
 
 

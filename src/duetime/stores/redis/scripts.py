@@ -5,8 +5,10 @@ report refusals as a reply ``[code, detail]`` with a negative code, before writi
 anything; :func:`check_reply` turns those into :class:`~duetime.errors.ScriptError`.
 
 Scripts are sent on the hot paths (schedule, claim, settle), so :class:`ScriptRunner` sends
-them on a pooled connection with the command packed by hiredis, in C: redis-py packs
-arguments in Python, which on this kind of machine costs more than the round trip. Every
+them with the command packed by hiredis, in C: redis-py packs arguments in Python, which on
+this kind of machine costs more than the round trip. The runner keeps the connections it
+has used rather than handing them back to the pool after each call, because redis-py 8's
+pool records every take and return for its metrics, about a tenth of a call's CPU. Every
 script gives the same result when run twice, so a call that met a dropped connection is
 sent again.
 """
@@ -22,6 +24,7 @@ from typing import Any
 
 from redis import exceptions as rexc
 from redis.asyncio import Redis
+from redis.asyncio.connection import AbstractConnection
 
 from duetime.backoff import backoff_delay
 from duetime.errors import ScriptError, StoreError
@@ -82,6 +85,9 @@ class ScriptRunner:
     def __init__(self, client: Redis) -> None:
         self.client = client
         self._pack: Callable[..., Any] | None = _hiredis_pack
+        # Connections taken from the pool and kept between calls, one per call in flight
+        # at the busiest moment. The client's aclose() disconnects them with the pool's.
+        self._idle: list[AbstractConnection] = []
 
     async def _send(self, *args: Any) -> Any:
         pool = self.client.connection_pool
@@ -91,7 +97,10 @@ class ScriptRunner:
                 # One timer for the whole call; the client has no socket timeout, because
                 # redis-py then wraps every send in asyncio.wait_for, a task per command.
                 async with asyncio.timeout(CALL_TIMEOUT_SECONDS):
-                    conn = await pool.get_connection()  # type: ignore[no-untyped-call]
+                    if self._idle:
+                        conn = self._idle.pop()
+                    else:
+                        conn = await pool.get_connection()  # type: ignore[no-untyped-call]
                     packed = self._pack(args) if self._pack else conn.pack_command(*args)
                     await conn.send_packed_command(packed, check_health=False)
                     return await conn.read_response()
@@ -114,7 +123,8 @@ class ScriptRunner:
                 raise
             finally:
                 if conn is not None:
-                    await pool.release(conn)
+                    # A disconnected one connects again on its next send.
+                    self._idle.append(conn)
             await asyncio.sleep(backoff_delay(attempt + 1, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS))
         raise AssertionError("unreachable")  # pragma: no cover
 

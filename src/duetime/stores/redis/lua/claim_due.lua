@@ -108,7 +108,7 @@ if #picked > 0 then
   if #good > 0 then
     local last = redis.call('INCRBY', seq, #good)
     local deadline = string.format('%d', now + lease_ms)
-    local zadd, hset = {}, {SENTINEL, SENTINEL_VALUE}
+    local zadd, hset = {}, {SENTINEL, sentinel_value()}
     for k, i in ipairs(good) do
       local id, token = ids[i], last - #good + k
       zadd[#zadd + 1] = deadline

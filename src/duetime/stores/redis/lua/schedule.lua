@@ -89,13 +89,17 @@ local head = redis.pcall('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 if failed(head) then
   return {-1, KEYS[1]}
 end
-local dead = redis.pcall('ZMSCORE', KEYS[3], unpack(ids))
-if failed(dead) then
-  return {-1, KEYS[3]}
-end
-local has_meta = redis.call('EXISTS', KEYS[4]) == 1
-if has_meta and wrong_type({KEYS[4], 'hash'}) then
-  return {-1, KEYS[4]}
+-- Dead letters and meta fields are rare: one call finds that neither key exists.
+local dead, has_meta = {}, false
+if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then
+  dead = redis.pcall('ZMSCORE', KEYS[3], unpack(ids))
+  if failed(dead) then
+    return {-1, KEYS[3]}
+  end
+  has_meta = redis.call('EXISTS', KEYS[4]) == 1
+  if has_meta and wrong_type({KEYS[4], 'hash'}) then
+    return {-1, KEYS[4]}
+  end
 end
 local first = redis.pcall('HSET', KEYS[2], unpack(hset, 1, math.min(#hset, 4000)))
 if failed(first) then
