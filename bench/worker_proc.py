@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import duetime
+from duetime.runtime import tune_gc
 
 
 async def main() -> None:
@@ -53,6 +54,7 @@ async def main() -> None:
         )
 
     worker = app.worker(grace=1)
+    tune_gc()  # as app.run() and `duetime worker` do
     runner = asyncio.create_task(worker.run())
     await worker.started.wait()
     Path(args.out + ".ready").write_text(str(time.time()))  # noqa: ASYNC240 - once, tiny

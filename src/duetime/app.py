@@ -353,11 +353,18 @@ class App(CronMethods):
         """Run a worker in this event loop until it is stopped or cancelled."""
         await self.worker(types, **options).run()
 
-    def run(self, types: Sequence[str] | None = None, **options: Any) -> None:
-        """Run a worker until SIGTERM or SIGINT, then shut down gracefully."""
+    def run(
+        self, types: Sequence[str] | None = None, *, gc_tuning: bool = True, **options: Any
+    ) -> None:
+        """Run a worker until SIGTERM or SIGINT, then shut down gracefully.
+
+        The worker owns the process: unless ``gc_tuning`` is False, the garbage collector
+        skips the objects that exist when the worker starts and collects young objects
+        less often (``duetime.runtime.tune_gc``). ``options`` go to :meth:`worker`.
+        """
         from duetime.runtime import run_worker
 
-        run_worker(self.worker(types, **options))
+        run_worker(self.worker(types, **options), gc_tuning=gc_tuning)
 
     def sync(self) -> SyncClient:
         """A blocking client with the same calls, for code that is not async."""

@@ -100,11 +100,17 @@ def main(log_level: str) -> None:
     show_default=True,
     help="Seconds running handlers get to finish after SIGTERM or SIGINT.",
 )
-def worker(app_path: str, types: tuple[str, ...], grace: float) -> None:
+@click.option(
+    "--no-gc-tuning",
+    is_flag=True,
+    help="Leave Python's garbage collector as it is (by default the worker freezes its "
+    "start-up objects and collects young objects every 10,000 allocations).",
+)
+def worker(app_path: str, types: tuple[str, ...], grace: float, no_gc_tuning: bool) -> None:
     """Run a worker for every task type of MODULE:APP until SIGTERM or SIGINT."""
     app = load_app(app_path)
     try:
-        app.run(list(types) or None, grace=grace)
+        app.run(list(types) or None, grace=grace, gc_tuning=not no_gc_tuning)
     except DuetimeError as exc:
         raise click.ClickException(str(exc)) from None
 

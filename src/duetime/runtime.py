@@ -1,8 +1,10 @@
-"""Running a worker as a process: the event loop, and SIGTERM/SIGINT for a graceful stop."""
+"""Running a worker as a process: the event loop, the garbage collector, and SIGTERM/SIGINT
+for a graceful stop."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
 from collections.abc import Callable
@@ -52,7 +54,33 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def run_worker(worker: Worker) -> None:
-    """Run ``worker`` in a new event loop until a signal stops it."""
+#: The fewest allocations between two young-generation collections in a worker process.
+GC_YOUNG_THRESHOLD = 10_000
+
+
+def tune_gc() -> None:
+    """Make the garbage collector cheaper for a worker process that has finished starting.
+
+    Python's collector runs every 700 allocations and, in its older generations, walks
+    every object the process has, modules and classes included. A worker allocates a few
+    short-lived objects per task, so at 20,000 tasks a second the collector took about a
+    fifth of the worker's time on this kind of machine. Two standard remedies: freeze what
+    exists now (the imported code, the app) so that collections skip it, and collect the
+    young generation every 10,000 allocations instead of 700. Cycles are still collected.
+    """
+    gc.freeze()
+    young, middle, old = gc.get_threshold()
+    if young:  # 0 means the process turned automatic collection off: leave it so
+        gc.set_threshold(max(young, GC_YOUNG_THRESHOLD), middle, old)
+
+
+def run_worker(worker: Worker, *, gc_tuning: bool = True) -> None:
+    """Run ``worker`` in a new event loop until a signal stops it.
+
+    With ``gc_tuning`` (the default) the process's garbage collector is tuned for a
+    worker first: see :func:`tune_gc`.
+    """
+    if gc_tuning:
+        tune_gc()
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         runner.run(serve_until_signalled(worker))

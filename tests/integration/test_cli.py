@@ -18,13 +18,15 @@ from duetime.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 
 APP_MODULE = """
-import os, duetime
+import gc, os, duetime
 app = duetime.App(os.environ["CLI_TEST_URL"], namespace=os.environ["CLI_TEST_NS"])
 
 @app.task("mail", retries=0)
 async def mail(payload, ctx):
     with open(os.environ["CLI_TEST_LEDGER"], "a") as f:
         f.write(ctx.task_id + "\\n")
+    with open(os.environ["CLI_TEST_LEDGER"] + ".gc", "w") as f:
+        f.write(f"{gc.get_freeze_count()} {gc.get_threshold()[0]}")
     if payload.get("fail"):
         raise RuntimeError("refused")
 
@@ -92,12 +94,15 @@ def test_cron_lists_schedules_with_their_next_runs(cli_env: Path) -> None:
     assert len(nexts) == 2 and all("T09:00:00+0" in line for line in nexts)
 
 
-def test_the_worker_command_runs_tasks_and_stops_on_sigterm(cli_env: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("gc_flag", [[], ["--no-gc-tuning"]], ids=["gc-tuned", "gc-as-is"])
+def test_the_worker_command_runs_tasks_and_stops_on_sigterm(
+    cli_env: Path, tmp_path: Path, gc_flag: list[str]
+) -> None:
     run("schedule", "cliapp:app", "mail", "ok")
     run("schedule", "cliapp:app", "mail", "bad", "--payload", '{"fail": true}')
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "duetime.cli", "worker", "cliapp:app", "--grace", "2"],
+        [sys.executable, "-m", "duetime.cli", "worker", "cliapp:app", "--grace", "2", *gc_flag],
         cwd=tmp_path,
         env=env,
         stderr=subprocess.PIPE,
@@ -120,3 +125,10 @@ def test_the_worker_command_runs_tasks_and_stops_on_sigterm(cli_env: Path, tmp_p
     assert "bad\tdead" in dead and "RuntimeError: refused" in dead
     assert "mail/bad due again" in run("retry", "cliapp:app", "mail", "bad")
     assert "weekdayReport" in run("cron", "cliapp:app")
+    # The handlers saw the worker's garbage collector: frozen start-up objects and a young
+    # threshold of 10,000, unless the flag left it as Python sets it (700, nothing frozen).
+    frozen, young = map(int, Path(str(cli_env) + ".gc").read_text().split())
+    if gc_flag:
+        assert (frozen, young) == (0, 700)
+    else:
+        assert frozen > 1000 and young == 10_000
