@@ -200,20 +200,23 @@ async def w5(url: str, schedules: int, seconds: int, tmp: Path) -> dict[str, flo
 
 
 async def w4(url: str, n: int) -> dict[str, float]:
+    """Bytes per pending task under three kinds of id: short ones of the caller's
+    ("task-000001"), 32-character uuid hex of the caller's, and the 12-character ids
+    ``App.submit`` picks. One call per task, as the peer harness measures after its W1."""
     client = aredis.Redis.from_url(url)
     results = {}
-    for label, make_id in (
-        ("short_ids", lambda i: f"task-{i:06d}"),
-        ("uuid_ids", lambda i: uuid.uuid4().hex),
-    ):
+    for label in ("short_ids", "uuid_ids", "submit_ids"):
         ns = "w4" + uuid.uuid4().hex[:8]
         app = app_for(url, ns)
         await app.open()
         before = (await client.info("memory"))["used_memory"]
         due = datetime.now(UTC) + timedelta(hours=1)
-        # One call per task, as the peer harness measures memory after its W1.
         for i in range(n):
-            await app.schedule("bench", make_id(i), at=due, payload=payload(i, 0))
+            if label == "submit_ids":
+                await app.submit("bench", at=due, payload=payload(i, 0))
+            else:
+                task_id = f"task-{i:06d}" if label == "short_ids" else uuid.uuid4().hex
+                await app.schedule("bench", task_id, at=due, payload=payload(i, 0))
         after = (await client.info("memory"))["used_memory"]
         results[f"{label}_bytes_per_task"] = (after - before) / n
         await app.close()

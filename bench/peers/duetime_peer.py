@@ -10,7 +10,8 @@ its run.py::
 with a venv made by ``python3 -m venv $PEERS_VENV_DIR/duetime`` and
 ``$PEERS_VENV_DIR/duetime/bin/pip install -e <this checkout>``. The task type runs with
 concurrency=1000 and timeout=None, as bench/bench.py does (duetime's defaults are 16 and
-5 min). Every task gets a uuid4 id. ``schedule_bulk`` uses ``schedule_many``.
+5 min). ``schedule`` uses ``App.submit``, so duetime picks each task's id (12 characters),
+as the peers pick theirs; ``schedule_bulk`` uses ``schedule_many`` with uuid4 ids.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ async def open():
 
 
 async def schedule(due, payload):
-    await app.schedule("bench", uuid4().hex, at=datetime.fromtimestamp(due, UTC), payload=payload)
+    await app.submit("bench", at=datetime.fromtimestamp(due, UTC), payload=payload)
 
 
 async def schedule_bulk(items):

@@ -53,6 +53,10 @@ class SyncClient:
         """See :meth:`App.schedule`."""
         return self._call(self._app.schedule(task_type, task_id, **options))
 
+    def submit(self, task_type: str, **options: Any) -> str:
+        """See :meth:`App.submit`."""
+        return self._call(self._app.submit(task_type, **options))
+
     def schedule_many(self, tasks: Iterable[Task]) -> int:
         """See :meth:`App.schedule_many`."""
         return self._call(self._app.schedule_many(list(tasks)))

@@ -55,6 +55,63 @@ async def test_no_time_means_now(app: duetime.App) -> None:
     assert before <= int(due.timestamp() * 1000) <= await app.now_ms()
 
 
+async def test_submit_picks_a_short_fresh_id_and_returns_it(app: duetime.App) -> None:
+    ids = [await app.submit("mail", at=AT, payload={"n": n}) for n in range(50)]
+
+    assert len(set(ids)) == 50
+    assert all(len(i) == 12 and i.isascii() and i.isalnum() for i in ids)
+    for n, task_id in enumerate(ids):
+        info = await app.get("mail", task_id)
+        assert info is not None and (info.due, info.payload) == (AT, {"n": n})
+
+
+async def test_submit_never_takes_an_id_in_use(
+    app: duetime.App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await app.schedule("mail", "taken00000ab", at=AT, payload={"mine": True})
+    draws = iter(["taken00000ab", "taken00000ab", "fresh0000000"])
+    monkeypatch.setattr(duetime.app, "new_task_id", lambda: next(draws))
+
+    assert await app.submit("mail", at=AT + timedelta(hours=1), payload={"mine": False}) == (
+        "fresh0000000"
+    )
+    taken = await app.get("mail", "taken00000ab")
+    assert taken is not None and (taken.due, taken.payload) == (AT, {"mine": True})
+    assert (await app.counts("mail"))["due"] == 2
+
+
+async def test_submit_gives_up_when_every_id_drawn_is_taken(
+    app: duetime.App, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await app.schedule("mail", "taken00000ab", at=AT, payload={"mine": True})
+    monkeypatch.setattr(duetime.app, "new_task_id", lambda: "taken00000ab")
+
+    with pytest.raises(duetime.StoreError, match="no free id"):
+        await app.submit("mail", at=AT + timedelta(hours=1), payload={"mine": False})
+    assert (await app.counts("mail"))["due"] == 1
+
+
+async def test_only_new_reports_ids_another_task_holds(
+    app: duetime.App,
+    store: duetime.stores.base.Store,  # type: ignore[name-defined]
+) -> None:
+    """The store's side of submit: an id in use is left alone and returned, unless the
+    task under it has the very record given (then it is this task, sent twice)."""
+    from duetime.stores.base import NewTask
+
+    due = int(AT.timestamp() * 1000)
+    first = NewTask("a", due, '{"p":{"v":1}}')
+    assert await store.schedule("mail", [first], only_new=True) == []
+    again = [first, NewTask("b", due, '{"p":{"v":2}}')]
+    assert await store.schedule("mail", again, only_new=True) == []
+    other = [NewTask("a", due + 1, '{"p":{"v":3}}'), NewTask("c", due, '{"p":{}}')]
+    assert await store.schedule("mail", other, only_new=True) == ["a"]
+
+    info = await app.get("mail", "a")
+    assert info is not None and (info.due, info.payload) == (AT, {"v": 1})
+    assert (await app.counts("mail"))["due"] == 3
+
+
 async def test_schedule_many_writes_every_task_and_the_last_of_an_id_wins(
     app: duetime.App,
 ) -> None:

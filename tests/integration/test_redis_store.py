@@ -271,3 +271,32 @@ async def test_a_resent_schedule_of_a_task_due_soon_is_not_written_twice(
 
     assert await store._run("schedule", keys, args) == [0]  # the resend does nothing
     assert await store.get("mail", "soon") is None
+
+
+async def test_a_resent_submit_answers_as_the_first_send_did(
+    store: RedisStore, namespace: str
+) -> None:
+    """only_new (App.submit) with a task due soon: the first send writes one id and finds
+    the other taken; after the written task ran and is gone, the resend writes nothing and
+    reports the same taken id, so the caller neither writes twice nor loses track."""
+    from duetime.stores.redis.keys import call_key
+
+    k = type_keys(namespace, "mail")
+    now = int(await store.time_ms())
+    await store._run(
+        "schedule",
+        [k.due, k.data, k.dead, k.meta, call_key(k, "s0")],
+        ["ch", "mail", "0", "held", now + 3_600_000, REC],
+    )
+    keys = [k.due, k.data, k.dead, k.meta, call_key(k, "s2")]
+    args = ["ch", "mail", "1", "fresh", now, REC, "held", now, encode_record('{"x":1}')]
+    assert await store._run("schedule", keys, args) == [1, "held"]
+    (c,) = (
+        await store.claim(
+            "mail", now_ms=now, limit=1, lease_ms=1000, max_stalls=1, at_most_once=False
+        )
+    ).claims
+    await store.settle("mail", [Outcome("done", c)], now)
+
+    assert await store._run("schedule", keys, args) == [0, "held"]
+    assert await store.get("mail", "fresh") is None

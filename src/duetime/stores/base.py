@@ -126,14 +126,17 @@ class Store(Protocol):
 
     async def schedule(
         self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
-    ) -> None:
+    ) -> list[str]:
         """Write tasks: add new ids, move and update existing ones.
 
         A batch is written atomically, or, for a store that cuts a big batch into parts (the
         Redis store writes 1,000 tasks per script, so that one call never blocks the server
         for long), each part atomically: a failure can leave earlier parts written, and
-        writing the batch again is safe. With ``only_new``, ids that exist already (due,
-        running or dead) are left alone.
+        writing the batch again is safe.
+
+        With ``only_new``, ids that exist already (due, running or dead) are left alone, and
+        returned unless the task stored under the id has the very record given (it is this
+        task, written by an earlier send of the same call). Without it, returns ``[]``.
 
         A scheduled id leaves the dead letters and starts a new occurrence (attempt and
         stall counts cleared). A run of the same id in progress keeps its lease, and its

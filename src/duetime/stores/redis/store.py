@@ -177,15 +177,14 @@ class RedisStore:
 
     async def schedule(
         self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
-    ) -> None:
+    ) -> list[str]:
         k = self.keys(task_type)
         keys = [k.due, k.data, k.dead, k.meta, call_key(k, _call_id())]
         mode = "1" if only_new else "0"
         if len(tasks) == 1:
             task = tasks[0]
             one = [self._channel, task_type, mode, task.id, task.due_ms, task.record]
-            await self._run("schedule", keys, one)
-            return
+            return (await self._run("schedule", keys, one))[1:]  # type: ignore[no-any-return]
         # Within one batch the last task of an id wins, as if scheduled one by one.
         unique = list({task.id: task for task in tasks}.values())
         chunks: list[list[Any]] = []
@@ -199,11 +198,13 @@ class RedisStore:
         # is free.
         window = asyncio.Semaphore(SCHEDULE_WINDOW)
 
-        async def send(args: list[Any]) -> None:
+        async def send(args: list[Any]) -> list[str]:
             async with window:
-                await self._run("schedule", [*keys[:4], call_key(k, _call_id())], args)
+                reply = await self._run("schedule", [*keys[:4], call_key(k, _call_id())], args)
+                return reply[1:]  # type: ignore[no-any-return]
 
-        await asyncio.gather(*(send(args) for args in chunks))
+        answers = await asyncio.gather(*(send(args) for args in chunks))
+        return [task_id for taken in answers for task_id in taken]
 
     async def cancel(self, task_type: str, task_id: str) -> bool:
         k = self.keys(task_type)

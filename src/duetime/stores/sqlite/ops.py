@@ -79,17 +79,20 @@ def schedule(
     task_type: str,
     tasks: Sequence[NewTask],
     only_new: bool,
-) -> list[Wake]:
+) -> tuple[list[Wake], list[str]]:
     """Write tasks (ids distinct, checked by the caller); see ``schedule.sql``, and
-    ``schedule_new.sql`` for ``only_new``."""
+    ``schedule_new.sql`` for ``only_new``. Returns the wake-ups, and with ``only_new`` the
+    ids another task holds (see ``Store.schedule``)."""
     qid = queues.find_or_add(conn, task_type)
     head = head_due(conn, qid)
+    taken: list[str] = []
     if only_new:
-        written = [
-            t.due_ms
-            for t in tasks
-            if conn.execute(Q.schedule_new, (qid, t.id, t.due_ms, t.record)).rowcount
-        ]
+        written = []
+        for t in tasks:
+            if conn.execute(Q.schedule_new, (qid, t.id, t.due_ms, t.record)).rowcount:
+                written.append(t.due_ms)
+            elif conn.execute(Q.get, (qid, t.id)).fetchone()[6] != t.record:
+                taken.append(t.id)
         earliest = min(written, default=None)
     else:
         full = len(tasks) - len(tasks) % SCHEDULE_ROWS
@@ -98,7 +101,7 @@ def schedule(
             conn.executemany(_SCHEDULE_MANY, (_values(qid, chunk) for chunk in chunks))
         conn.executemany(Q.schedule, [_values(qid, (t,)) for t in tasks[full:]])
         earliest = min(t.due_ms for t in tasks)
-    return wake_if_earlier(conn, qid, task_type, earliest, head)
+    return wake_if_earlier(conn, qid, task_type, earliest, head), taken
 
 
 def _values(qid: int, tasks: Sequence[NewTask]) -> tuple[Any, ...]:

@@ -151,21 +151,23 @@ class SqliteStore:
 
     async def schedule(
         self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
-    ) -> None:
+    ) -> list[str]:
         """Write tasks in one transaction; within a batch the last task of an id wins.
 
-        With ``only_new``, ids that exist already (due, running or dead) are left alone.
+        With ``only_new``, ids that exist already (due, running or dead) are left alone, and
+        those another task holds are returned (see ``Store.schedule``).
         """
         if not tasks:
-            return
+            return []
         unique = list({task.id: task for task in tasks}.values()) if len(tasks) > 1 else tasks
         for n, task in enumerate(unique):
             if not task.id or not task.record:
                 raise ScriptError(-2, f"bad arguments: task {n} has an empty id or record")
-        wakes = await self._write(
+        wakes, taken = await self._write(
             "schedule", ops.schedule, self._queues, task_type, unique, only_new
         )
         wake.notify(self._key, self.config.namespace, wakes)
+        return taken
 
     async def cancel(self, task_type: str, task_id: str) -> bool:
         """Remove a task whatever its state; a running one keeps its lease to the end."""

@@ -25,7 +25,12 @@
 -- ARGV[3] "1" to write only ids that do not exist yet (due, running or dead), else "0"
 -- ARGV[4..] triples: id, due ms (integer string), record; ids are distinct
 --
--- Returns {n}: the number of tasks written ({0} for a resent call already done).
+-- With only_new, an id that exists with the very record given is this task, written by an
+-- earlier send of the call: it counts as done, not as taken.
+--
+-- Returns {n, id...}: the number of tasks written, then (only_new) the ids left alone
+-- because another task holds them. A resent call already done writes nothing and answers
+-- {0, id...} with the first call's ids left alone.
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments; {-3, message} the
 -- server refused the first write (out of memory). Nothing is written.
 
@@ -44,10 +49,10 @@ if only_new then
     return {-1, KEYS[2]}
   end
   for k, id in ipairs(ids) do
-    existing[id] = found[k] ~= false
+    existing[id] = found[k]
   end
 end
-local zadd, hset, ids = {}, {}, {}
+local zadd, hset, ids, taken = {}, {}, {}, {}
 local earliest
 for i = 4, #ARGV, 3 do
   local id, due, record = ARGV[i], ARGV[i + 1], ARGV[i + 2]
@@ -55,7 +60,12 @@ for i = 4, #ARGV, 3 do
   if not d or id == '' or record == '' then
     return {-2, 'bad triple at ' .. i}
   end
-  if not existing[id] then  -- with only_new, an id that exists is left alone
+  local stored = existing[id]
+  if stored then  -- only_new: an id that exists is left alone
+    if stored ~= record then
+      taken[#taken + 1] = id
+    end
+  else
     if not earliest or d < tonumber(earliest) then
       earliest = due
     end
@@ -67,21 +77,26 @@ for i = 4, #ARGV, 3 do
   end
 end
 if #ids == 0 then
-  return {0}
+  return {0, unpack(taken)}
 end
 
 local MARK_WITHIN_MS, MARK_FOR_MS = 60000, 60000
 local clock = redis.call('TIME')
 if tonumber(earliest) <= tonumber(clock[1]) * 1000 + MARK_WITHIN_MS then
-  local marked = redis.pcall('SET', KEYS[5], '1', 'NX', 'PX', MARK_FOR_MS)
+  local answer = #taken > 0 and cjson.encode(taken) or '1'
+  local marked = redis.pcall('SET', KEYS[5], answer, 'NX', 'PX', MARK_FOR_MS)
   if failed(marked) then
     if string.find(marked.err, 'WRONGTYPE', 1, true) then
       return {-1, KEYS[5]}
     end
     return {-3, marked.err}
   end
-  if not marked then
-    return {0}  -- resent after its reply was lost: done already
+  if not marked then  -- resent after its reply was lost: done already
+    local first = redis.call('GET', KEYS[5])
+    if first and first ~= '1' then
+      return {0, unpack(cjson.decode(first))}
+    end
+    return {0}
   end
 end
 
@@ -123,4 +138,4 @@ if has_meta then
   bulk('HDEL', KEYS[4], meta_fields(ids))
 end
 wake_if_earlier(ARGV[1], ARGV[2], earliest, head[2])
-return {#ids}
+return {#ids, unpack(taken)}
