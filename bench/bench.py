@@ -45,12 +45,13 @@ from tests.servers import RedisServer  # noqa: E402
 
 import duetime  # noqa: E402
 
-PAD = "x" * 60
+# The peer harness's payload: 100 bytes as json.dumps writes it (94 as duetime stores it).
+PAD = "x" * (100 - len(json.dumps({"i": 10000, "due": 1764400000.123456, "pad": ""})))
 
 
 def payload(i: int, due: float) -> dict[str, object]:
-    """About 100 bytes of JSON, carrying its own due time (as the peer harness's)."""
-    return {"i": i, "due": round(due, 6), "pad": PAD[: 100 - 45]}
+    """About 100 bytes of JSON, carrying its own due time, as the peer harness's."""
+    return {"i": i, "due": round(due, 6), "pad": PAD}
 
 
 def app_for(url: str, ns: str) -> duetime.App:
@@ -68,6 +69,7 @@ async def w1(url: str, n: int) -> dict[str, float]:
     out: dict[str, float] = {}
     app = app_for(url, "w1" + uuid.uuid4().hex[:8])
     due = datetime.now(UTC) + timedelta(hours=1)
+    due_s = due.timestamp()
     await app.open()
     bare: aredis.Redis | None = aredis.Redis.from_url(url) if url.startswith("redis") else None
     bare_key = "bare:" + uuid.uuid4().hex
@@ -77,7 +79,7 @@ async def w1(url: str, n: int) -> dict[str, float]:
         block = range(start, min(start + W1_BLOCK, n))
         t0 = time.perf_counter()
         for i in block:
-            await app.schedule("bench", f"t{i}", at=due, payload=payload(i, 0))
+            await app.schedule("bench", f"t{i}", at=due, payload=payload(i, due_s))
         single += time.perf_counter() - t0
         if bare is not None:
             t0 = time.perf_counter()
@@ -90,7 +92,7 @@ async def w1(url: str, n: int) -> dict[str, float]:
         out["single_vs_bare"] = bare_zadd / single
         await bare.delete(bare_key)
         await bare.aclose()
-    tasks = [duetime.Task("bench", f"m{i}", at=due, payload=payload(i, 0)) for i in range(n)]
+    tasks = [duetime.Task("bench", f"m{i}", at=due, payload=payload(i, due_s)) for i in range(n)]
     t0 = time.perf_counter()
     await app.schedule_many(tasks)
     out["many_per_s"] = n / (time.perf_counter() - t0)
@@ -211,12 +213,13 @@ async def w4(url: str, n: int) -> dict[str, float]:
         await app.open()
         before = (await client.info("memory"))["used_memory"]
         due = datetime.now(UTC) + timedelta(hours=1)
+        due_s = due.timestamp()
         for i in range(n):
             if label == "submit_ids":
-                await app.submit("bench", at=due, payload=payload(i, 0))
+                await app.submit("bench", at=due, payload=payload(i, due_s))
             else:
                 task_id = f"task-{i:06d}" if label == "short_ids" else uuid.uuid4().hex
-                await app.schedule("bench", task_id, at=due, payload=payload(i, 0))
+                await app.schedule("bench", task_id, at=due, payload=payload(i, due_s))
         after = (await client.info("memory"))["used_memory"]
         results[f"{label}_bytes_per_task"] = (after - before) / n
         await app.close()
