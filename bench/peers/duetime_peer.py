@@ -8,7 +8,10 @@ its run.py::
                     conc="app.run() (uvloop); concurrency=1000, timeout=None"),
 
 with a venv made by ``python3 -m venv $PEERS_VENV_DIR/duetime`` and
-``$PEERS_VENV_DIR/duetime/bin/pip install -e <this checkout>``. The task type runs with
+``$PEERS_VENV_DIR/duetime/bin/pip install <this checkout>``: installed, not editable, so
+that its bytecode is compiled at install time like the peers' (with an editable install
+and PYTHONDONTWRITEBYTECODE set, every worker start compiles duetime anew, about 0.1 s
+of W2 here). The task type runs with
 concurrency=1000 and timeout=None, as bench/bench.py does (duetime's defaults are 16 and
 5 min). ``schedule`` uses ``App.submit``, so duetime picks each task's id (12 characters),
 as the peers pick theirs; ``schedule_bulk`` uses ``schedule_many`` with uuid4 ids.
