@@ -115,46 +115,63 @@ def worker(app_path: str, types: tuple[str, ...], grace: float, no_gc_tuning: bo
         raise click.ClickException(str(exc)) from None
 
 
+def task_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options that describe when a task is due and what it carries."""
+    for option in reversed(
+        (
+            click.option("--at", "at", help="When it is due: an ISO 8601 time with an offset."),
+            click.option("--delay", type=float, help="Seconds from now (by the store's clock)."),
+            click.option("--payload", default="{}", show_default=True, help="A JSON object."),
+            click.option(
+                "--every", type=float, help="Make it periodic: seconds between occurrences."
+            ),
+            click.option(
+                "--until", "until", help="The last time an occurrence may be due (ISO 8601)."
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def task_fields(
+    at: str | None, delay: float | None, payload: str, every: float | None, until: str | None
+) -> dict[str, Any]:
+    """The keyword arguments of App.schedule and App.submit, from the task options."""
+    try:
+        return {
+            "at": datetime.fromisoformat(at) if at else None,
+            "delay": delay,
+            "payload": json.loads(payload),
+            "every": None if every is None else timedelta(seconds=every),
+            "until": datetime.fromisoformat(until) if until else None,
+        }
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 @main.command()
 @app_argument
 @click.argument("task_type")
 @click.argument("task_id")
-@click.option("--at", "at", help="When it is due: an ISO 8601 time with an offset.")
-@click.option("--delay", type=float, help="Seconds from now (by the store's clock).")
-@click.option("--payload", default="{}", show_default=True, help="A JSON object.")
-@click.option("--every", type=float, help="Make it periodic: seconds between occurrences.")
-@click.option("--until", "until", help="The last time an occurrence may be due (ISO 8601).")
-def schedule(
-    app_path: str,
-    task_type: str,
-    task_id: str,
-    at: str | None,
-    delay: float | None,
-    payload: str,
-    every: float | None,
-    until: str | None,
-) -> None:
+@task_options
+def schedule(app_path: str, task_type: str, task_id: str, **options: Any) -> None:
     """Schedule (or move) a task."""
     app = load_app(app_path)
-    try:
-        data = json.loads(payload)
-        due_at = datetime.fromisoformat(at) if at else None
-        end = datetime.fromisoformat(until) if until else None
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    due = _run(
-        app,
-        lambda: app.schedule(
-            task_type,
-            task_id,
-            at=due_at,
-            delay=delay,
-            payload=data,
-            every=None if every is None else timedelta(seconds=every),
-            until=end,
-        ),
-    )
+    fields = task_fields(**options)
+    due = _run(app, lambda: app.schedule(task_type, task_id, **fields))
     click.echo(f"{task_type}/{task_id} due {_when(due)}")
+
+
+@main.command()
+@app_argument
+@click.argument("task_type")
+@task_options
+def submit(app_path: str, task_type: str, **options: Any) -> None:
+    """Schedule a new task under an id duetime picks; print the id."""
+    app = load_app(app_path)
+    fields = task_fields(**options)
+    click.echo(_run(app, lambda: app.submit(task_type, **fields)))
 
 
 @main.command(name="ls")

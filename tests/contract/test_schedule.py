@@ -189,20 +189,24 @@ async def test_retry_of_a_task_that_is_not_dead_is_not_found(app: duetime.App) -
 
 
 async def test_code_that_is_not_async_uses_the_blocking_client(app: duetime.App) -> None:
-    def in_a_plain_thread() -> tuple[object, object, bool, bool]:
+    def in_a_plain_thread() -> tuple[object, object, bool, bool, object]:
         with app.sync() as client:
             due = client.schedule("mail", "from-flask", at=AT, payload={"v": 1})
             info = client.get("mail", "from-flask")
             listed = [t.task_id for t in client.list("mail")] == ["from-flask"]
             counted = client.counts("mail")["due"] == 1
             client.schedule_many([duetime.Task("mail", "b1", at=AT)])
-            return due, info, listed, counted and client.cancel("mail", "b1")
+            submitted = client.submit("mail", at=AT, payload={"v": 2})
+            return due, info, listed, counted and client.cancel("mail", "b1"), submitted
 
-    due, info, listed, counted = await asyncio.to_thread(in_a_plain_thread)
+    due, info, listed, counted, submitted = await asyncio.to_thread(in_a_plain_thread)
 
     assert due == AT and listed and counted
     assert isinstance(info, duetime.TaskInfo) and info.payload == {"v": 1}
     assert (await app.get("mail", "from-flask")) is not None
+    assert isinstance(submitted, str)
+    got = await app.get("mail", submitted)
+    assert got is not None and got.payload == {"v": 2}
 
     def unknown_type() -> None:
         with app.sync() as client:

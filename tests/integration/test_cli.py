@@ -77,6 +77,18 @@ def test_schedule_list_show_and_cancel(cli_env: Path) -> None:
     assert result.exit_code == 1 and "no task mail/m1" in result.output
 
 
+def test_submit_prints_the_id_it_picked(cli_env: Path) -> None:
+    task_id = run(
+        "submit", "cliapp:app", "mail", "--delay", "3600", "--payload", '{"to": "d@e.f"}'
+    ).strip()
+
+    assert len(task_id) == 12 and task_id.isalnum()
+    shown = json.loads(run("show", "cliapp:app", "mail", task_id))
+    assert (shown["state"], shown["payload"]) == ("due", {"to": "d@e.f"})
+    result = CliRunner().invoke(main, ["submit", "cliapp:app", "mail", "--at", "tomorrow"])
+    assert result.exit_code == 2 and "tomorrow" in result.output
+
+
 def test_bad_input_is_reported_without_a_traceback(cli_env: Path) -> None:
     result = CliRunner().invoke(main, ["schedule", "cliapp:app", "mial", "x"])
     assert result.exit_code == 1 and "unknown task type 'mial'" in result.output
