@@ -203,6 +203,40 @@ async def test_a_schedule_whose_reply_was_lost_runs_its_task_once(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("due_in", [0, 3600], ids=["due-now", "due-in-an-hour"])
+async def test_a_submit_whose_reply_was_lost_makes_one_task(
+    redis_server: RedisServer, namespace: str, workers: Workers, due_in: int
+) -> None:
+    """As above for submit(), whose id duetime draws: the resent call must not take its own
+    task for another's and draw a second id. Due now, the task runs once; due in an hour,
+    one task waits (the resend finds its own record under the id)."""
+    proxy = ReplyDropProxy(redis_server.port).start()
+    app = duetime.App(proxy.url, namespace=namespace)
+    app.declare("work")
+    try:
+        workers.start(redis_server.url, namespace, mode="ledger", lease=5.0).wait_ready()
+        await app.submit("work", payload={"warm": True})
+        await eventually(lambda: len(counts(workers.ledger(), "effect")) == 1, 5, "warm-up")
+        proxy.drop_next(hold=0.5)
+        task_id = await app.submit("work", delay=due_in, payload={"n": 1})
+        assert proxy.dropped == 1
+
+        if due_in:
+            assert await app.counts("work") == {"due": 1, "running": 0, "dead": 0}
+            info = await app.get("work", task_id)
+            assert info is not None and info.payload == {"n": 1}
+            return
+        await eventually(lambda: task_id in by_task(workers.ledger(), "effect"), 5, "it ran")
+        await asyncio.sleep(0.5)  # a second run, or a second task, has started by now
+        started = counts(workers.ledger(), "start")
+        assert len(started) == 2 and started[task_id] == 1, workers.ledger()
+        assert await app.counts("work") == {"due": 0, "running": 0, "dead": 0}
+    finally:
+        await app.close()
+        proxy.close()
+
+
+@pytest.mark.slow
 async def test_a_claim_whose_reply_was_lost_runs_its_tasks_once_at_once(
     redis_server: RedisServer, namespace: str, workers: Workers
 ) -> None:
