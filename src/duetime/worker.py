@@ -42,6 +42,7 @@ FINAL_SETTLE_TRIES = 5
 @dataclass(eq=False, slots=True)
 class _Run:
     claim: Claim
+    early: bool = False  # claimed before it was due (the look-ahead): wait for its time
     task: asyncio.Task[None] | None = None
     finished: bool = False
 
@@ -242,10 +243,11 @@ class Worker:
                 await runner.signal.wait()
                 continue
             limit = min(free, pacing.batch)
+            now_ms = self.app.clock.now_ms()
             try:
                 batch = await store.claim(
                     task_type.name,
-                    now_ms=self.app.clock.now_ms(),
+                    now_ms=now_ms,
                     limit=limit,
                     lease_ms=runner.lease_ms,
                     max_stalls=policy.max_stalls,
@@ -264,7 +266,7 @@ class Worker:
             if batch.reaped:
                 log.info("%s: %d expired leases reaped", task_type.name, batch.reaped)
             for claim in batch.claims:
-                self._start(runner, claim)
+                self._start(runner, claim, early=claim.due_ms > now_ms)
             if len(batch.claims) == limit:
                 if pause:
                     await self._wait(runner, pause)
@@ -276,8 +278,8 @@ class Worker:
             if wait_ms > 0:
                 await self._wait(runner, wait_ms / 1000)
 
-    def _start(self, runner: _Runner, claim: Claim) -> None:
-        run = _Run(claim)
+    def _start(self, runner: _Runner, claim: Claim, *, early: bool) -> None:
+        run = _Run(claim, early)
         runner.active[claim.token] = run
         if self._stopping or self._loop is None:
             # Claimed after the stop began: hand it back without running it.
@@ -293,11 +295,12 @@ class Worker:
     async def _execute(self, runner: _Runner, run: _Run) -> None:
         assert self._executor is not None
         try:
-            clock, due = self.app.clock, run.claim.due_ms
-            # Claimed ahead of time: start it when it is due. The loop, because an event loop
-            # timer may fire a fraction of a millisecond early.
-            while (early := due - clock.now()) > 0:  # noqa: ASYNC110 - a timer, not a poll
-                await asyncio.sleep(early / 1000)
+            if run.early:
+                clock, due = self.app.clock, run.claim.due_ms
+                # Claimed ahead of time: start it when it is due. The loop, because an event
+                # loop timer may fire a fraction of a millisecond early.
+                while (ahead := due - clock.now()) > 0:  # noqa: ASYNC110 - a timer, not a poll
+                    await asyncio.sleep(ahead / 1000)
             outcome = await self._executor.run(runner.task_type, runner.timeout, run.claim)
         except asyncio.CancelledError:
             # Cut short by the end of the grace period: hand the task back.
