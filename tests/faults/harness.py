@@ -274,11 +274,12 @@ class ReplyDropProxy:
 
     def close(self) -> None:
         async def shut() -> None:
+            # Connections first: since Python 3.12, wait_closed() waits for every one.
+            for writer in list(self._writers):
+                writer.close()
             if self._server is not None:
                 self._server.close()
                 await self._server.wait_closed()
-            for writer in list(self._writers):
-                writer.close()
             others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
             for task in others:
                 task.cancel()

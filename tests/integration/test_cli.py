@@ -138,9 +138,16 @@ def test_the_worker_command_runs_tasks_and_stops_on_sigterm(
     assert "mail/bad due again" in run("retry", "cliapp:app", "mail", "bad")
     assert "weekdayReport" in run("cron", "cliapp:app")
     # The handlers saw the worker's garbage collector: frozen start-up objects and a young
-    # threshold of 10,000, unless the flag left it as Python sets it (700, nothing frozen).
+    # threshold of 10,000, unless the flag left it as this Python sets it (700 on 3.11 and
+    # 3.12, 2,000 on 3.13; 3.12.1 itself freezes a few hundred objects at start).
     frozen, young = map(int, Path(str(cli_env) + ".gc").read_text().split())
+    bare = subprocess.run(
+        [sys.executable, "-c", "import gc; print(gc.get_freeze_count(), gc.get_threshold()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     if gc_flag:
-        assert (frozen, young) == (0, 700)
+        assert [str(frozen), str(young)] == bare
     else:
-        assert frozen > 1000 and young == 10_000
+        assert frozen > int(bare[0]) + 1000 and young == 10_000

@@ -161,7 +161,9 @@ async def test_a_file_of_a_newer_version_is_refused(tmp_path: Path) -> None:
 
 async def test_migrations_apply_together_or_not_at_all(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
-    await make_store(path).open()  # at the latest version; closed by the database below
+    first = make_store(path)
+    await first.open()  # brings the file to the latest version
+    await first.close()
     extra = tmp_path / "migrations"
     extra.mkdir()
     for m in schema.MIGRATIONS:

@@ -20,10 +20,10 @@ Wake = tuple[str, int, int]
 _LISTS = {"due": Q.list_due, "running": Q.list_running, "dead": Q.list_dead}
 #: Tasks written by one statement of a big batch: the sqlite3 module spends about as long
 #: per executemany() row as SQLite spends inserting it, so one statement with many rows
-#: writes a batch about twice as fast (3 parameters a task stays far under SQLite's limit
+#: writes a batch about twice as fast (4 parameters a task stays far under SQLite's limit
 #: of 32,766).
 SCHEDULE_ROWS = 256
-_SCHEDULE_MANY = repeat_row(Q.schedule, "(?1, ?, ?, ?)", SCHEDULE_ROWS)
+_SCHEDULE_MANY = repeat_row(Q.schedule, "(?, ?, ?, ?)", SCHEDULE_ROWS)
 
 
 class Queues:
@@ -105,7 +105,7 @@ def schedule(
 
 
 def _values(qid: int, tasks: Sequence[NewTask]) -> tuple[Any, ...]:
-    return (qid, *chain.from_iterable((t.id, t.due_ms, t.record) for t in tasks))
+    return tuple(chain.from_iterable((qid, t.id, t.due_ms, t.record) for t in tasks))
 
 
 def cancel(conn: sqlite3.Connection, queues: Queues, task_type: str, task_id: str) -> bool:

@@ -8,9 +8,10 @@
 --
 -- The VALUES row is repeated to write many tasks with one statement (ids distinct):
 -- ops.py runs it with SCHEDULE_ROWS rows per statement, and with one for the rest.
--- Parameters: ?1 qid, then per task: ? id, ? due ms, ? record.
+-- Parameters, per task: ? qid, ? id, ? due ms, ? record. (Plain ? only: CPython 3.12
+-- before 3.12.4 warns about ?NNN with positional parameters, and 3.14 refuses it.)
 INSERT INTO duetime_tasks (qid, id, due_ms, record)
-VALUES (?1, ?, ?, ?)
+VALUES (?, ?, ?, ?)
 ON CONFLICT (qid, id) DO UPDATE
 SET due_ms = excluded.due_ms,
     record = excluded.record,
