@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install check test bench demo clean
+.PHONY: install check test test-pythons bench demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,18 @@ check: install
 test: check
 	$(BIN)/pytest --cov=duetime --cov-branch --cov-report=term:skip-covered --cov-fail-under=85
 
+# The test suite on other Pythons, each in its own venv; not part of `make test` (CI runs
+# the default python3). Name interpreters by path where pyenv's shims do not work:
+#   make test-pythons PYTHONS="/opt/python3.12/bin/python3.12"
+PYTHONS ?= python3.12 python3.13
+test-pythons:
+	@for py in $(PYTHONS); do \
+	  venv=.venv-$$(basename $$py); \
+	  echo "== $$py"; \
+	  $$py -m venv $$venv && $$venv/bin/python -m pip install --quiet -e '.[dev]' \
+	    && $$venv/bin/pytest -q -p no:cacheprovider || exit 1; \
+	done
+
 bench: install
 	$(BIN)/python bench/bench.py
 
@@ -29,4 +41,4 @@ demo: install
 	$(BIN)/python examples/series_premiere.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-* .pytest_cache .mypy_cache .ruff_cache
