@@ -427,3 +427,9 @@ async def _count(app: duetime.App, task_type: str, state: str, n: int) -> bool:
 
 def test_datetimes_in_contexts_are_aware_utc() -> None:
     assert from_ms(0) == datetime(1970, 1, 1, tzinfo=UTC)
+
+
+async def test_a_store_set_up_to_keep_tasks_reports_no_settings_problem(
+    store: duetime.stores.base.Store,  # type: ignore[name-defined]
+) -> None:
+    assert await store.check_settings() == []

@@ -3,12 +3,15 @@ refuses it unless told to accept the loss, and then says so in the log."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 
 import pytest
 
 import duetime
+import duetime.worker
+from tests.helpers import eventually, running
 from tests.servers import RedisServer
 
 
@@ -102,4 +105,39 @@ async def test_out_of_memory_surfaces_to_schedule_and_loses_nothing(namespace: s
     finally:
         client.close()
         await app.close()
+        server.cleanup()
+
+
+async def test_a_running_worker_reports_a_redis_switched_to_evicting(
+    namespace: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The policy was fine at start; someone sets allkeys-lru while the worker runs. The
+    worker reads the settings again now and then, and says so in the log as an error."""
+    monkeypatch.setattr(duetime.worker, "SETTINGS_CHECK_SECONDS", 0.1)
+    server = RedisServer("--maxmemory", "50mb", "--maxmemory-policy", "noeviction").start()
+    client = server.client()
+    app = duetime.App(server.url, namespace=namespace)
+
+    @app.task("job")
+    async def job(payload: dict[str, object]) -> None:  # pragma: no cover - never runs
+        pass
+
+    try:
+        with caplog.at_level(logging.ERROR, logger="duetime.worker"):
+            async with running(app, grace=0.1):
+                await asyncio.sleep(0.3)
+                assert "maxmemory-policy" not in caplog.text  # fine as it was
+                client.config_set("maxmemory-policy", "allkeys-lru")
+
+                def reported() -> bool:
+                    return any(
+                        r.levelno == logging.ERROR and "allkeys-lru" in r.getMessage()
+                        for r in caplog.records
+                    )
+
+                await eventually(reported, 5)
+        assert "noeviction" in caplog.text  # and says what to set
+    finally:
+        await app.close()
+        client.close()
         server.cleanup()

@@ -120,6 +120,12 @@ class Store(Protocol):
         """What the store's settings may lose on a crash or power cut, found by open()."""
         ...
 
+    async def check_settings(self) -> list[str]:
+        """Settings that lose tasks, read now: a store that was fine at open() may have been
+        reconfigured since (a Redis switched to evicting keys, say). Each is a message
+        saying what to change; ``[]`` when there are none."""
+        ...
+
     async def time_ms(self) -> float:
         """The store's own clock, in epoch milliseconds (one round trip)."""
         ...

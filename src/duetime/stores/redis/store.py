@@ -157,6 +157,16 @@ class RedisStore:
         """What the server's settings may lose, found when the store was opened."""
         return list(self._warnings)
 
+    async def check_settings(self) -> list[str]:
+        """An evicting maxmemory-policy set since the store was opened (unless
+        ``allow_eviction``): the worker looks every minute, and logs what it finds."""
+        async with _errors("check settings"):
+            info = await self.client.info("memory")
+        policy = str(info.get("maxmemory_policy", "noeviction"))
+        if _evicts(policy) and not self.config.allow_eviction:
+            return [_eviction_message(policy) + ": tasks written from now on may be lost."]
+        return []
+
     async def time_ms(self) -> float:
         async with _errors("TIME"):
             seconds, micros = await self.client.time()
@@ -422,6 +432,19 @@ def _dispatch(data: object, on_wake: WakeCallback) -> None:
         log.debug("ignored a malformed wake-up message %r", data)
 
 
+def _evicts(policy: str) -> bool:
+    """Whether a maxmemory-policy may delete task keys (which have no TTL)."""
+    return policy.startswith("allkeys")
+
+
+def _eviction_message(policy: str) -> str:
+    return (
+        f"Redis maxmemory-policy is {policy}: under memory pressure it deletes task keys "
+        "without an error, losing tasks. Set it to noeviction "
+        "(CONFIG SET maxmemory-policy noeviction, and in redis.conf)"
+    )
+
+
 def _check_server(info: dict[str, Any], allow_eviction: bool) -> list[str]:
     """Refuse a server that is too old or evicts keys; return warnings about durability."""
     version = str(info.get("redis_version", "0"))
@@ -429,12 +452,8 @@ def _check_server(info: dict[str, Any], allow_eviction: bool) -> list[str]:
     if parts < MIN_VERSION:
         raise ConfigError(f"Redis {version} is too old: duetime needs 6.2 or newer")
     policy = str(info.get("maxmemory_policy", "noeviction"))
-    if policy.startswith("allkeys"):
-        message = (
-            f"Redis maxmemory-policy is {policy}: under memory pressure it deletes task keys "
-            "without an error, losing tasks. Set it to noeviction "
-            "(CONFIG SET maxmemory-policy noeviction, and in redis.conf)"
-        )
+    if _evicts(policy):
+        message = _eviction_message(policy)
         if not allow_eviction:
             raise ConfigError(message + ", or pass allow_eviction=True to accept the loss.")
         log.warning("%s; started anyway because allow_eviction=True", message)
