@@ -34,8 +34,8 @@ DEFAULT_GRACE_SECONDS = 30.0
 #: Back-off after a store error: first wait, and the cap.
 ERROR_BACKOFF_FIRST = 0.05
 ERROR_BACKOFF_CAP = 5.0
-#: How often a running worker reads the store's settings again (see _settings_loop).
-SETTINGS_CHECK_SECONDS = 60.0
+#: How often a running worker samples the store's clock and reads its settings again.
+UPKEEP_SECONDS = RESAMPLE_SECONDS
 #: Settling at shutdown gives up after this many failed tries (the leases then expire and
 #: the tasks run again elsewhere: nothing is lost).
 FINAL_SETTLE_TRIES = 5
@@ -197,8 +197,7 @@ class Worker:
                     group.create_task(store.listen(self._on_wake)),
                     group.create_task(self._renew_loop(store)),
                     group.create_task(self._flush_loop(store)),
-                    group.create_task(self._clock_loop()),
-                    group.create_task(self._settings_loop(store)),
+                    group.create_task(self._upkeep_loop(store)),
                 ]
                 loops = [
                     group.create_task(self._claim_loop(store, r)) for r in self._runners.values()
@@ -402,26 +401,19 @@ class Worker:
                             claim.id,
                         )
 
-    async def _clock_loop(self) -> None:
+    async def _upkeep_loop(self, store: Store) -> None:
+        """Once a minute: sample the store's clock again, and read the store's settings, so
+        that one reconfigured to lose tasks since the worker started (a Redis switched to
+        evicting keys) gets an error in the log."""
         clock = self.app.clock
-        if not isinstance(clock, StoreClock):
-            return
         while True:
-            await asyncio.sleep(RESAMPLE_SECONDS)
+            await asyncio.sleep(UPKEEP_SECONDS)
             try:
-                await clock.sync()
-            except Exception as exc:
-                _log_store_failure(exc, "could not read the store's clock: %s", exc)
-
-    async def _settings_loop(self, store: Store) -> None:
-        """Look at the store's settings now and then: one reconfigured to lose tasks since
-        the worker started (a Redis switched to evicting keys) gets an error in the log."""
-        while True:
-            await asyncio.sleep(SETTINGS_CHECK_SECONDS)
-            try:
+                if isinstance(clock, StoreClock):
+                    await clock.sync()
                 problems = await store.check_settings()
             except Exception as exc:
-                _log_store_failure(exc, "could not read the store's settings: %s", exc)
+                _log_store_failure(exc, "could not read the store's clock or settings: %s", exc)
                 continue
             for problem in problems:
                 log.error("%s", problem)
