@@ -275,12 +275,13 @@ class App(CronMethods):
                 written (submitting again may then make a second task: use
                 :meth:`schedule` with an id of your own where that matters).
         """
-        for _ in range(SUBMIT_TRIES):
-            task_id = new_task_id()
-            spec = Task(task_type, task_id, at, delay, payload, every, until)  # type: ignore[arg-type]
-            store, new = await self._prepare(spec)
+        spec = Task(task_type, new_task_id(), at, delay, payload, every, until)  # type: ignore[arg-type]
+        store, new = await self._prepare(spec)
+        for draw in range(SUBMIT_TRIES):
+            if draw:  # the id is taken: the same task under another
+                new = new._replace(id=new_task_id())
             if not await store.schedule(task_type, (new,), only_new=True):
-                return task_id
+                return new.id
         raise StoreError(f"no free id for a new {task_type} task in {SUBMIT_TRIES} draws")
 
     async def _prepare(self, spec: Task) -> tuple[Store, NewTask]:
