@@ -91,8 +91,10 @@ def schedule(
         for t in tasks:
             if conn.execute(Q.schedule_new, (qid, t.id, t.due_ms, t.record)).rowcount:
                 written.append(t.due_ms)
-            elif conn.execute(Q.get, (qid, t.id)).fetchone()[6] != t.record:
-                taken.append(t.id)
+            else:  # the id is held: by this very task (sent before) or by another
+                held = get(conn, queues, task_type, t.id)
+                if held is None or held.record != t.record:
+                    taken.append(t.id)
         earliest = min(written, default=None)
     else:
         full = len(tasks) - len(tasks) % SCHEDULE_ROWS
