@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import redis.asyncio as aredis
 
 import duetime
 from tests.faults.harness import Workers
@@ -28,6 +29,14 @@ async def app(redis_url: str, namespace: str) -> AsyncIterator[duetime.App]:
     producer.declare("work")
     yield producer
     await producer.close()
+
+
+@pytest.fixture
+async def admin(redis_url: str) -> AsyncIterator[aredis.Redis]:
+    """A plain redis-py client on the test's Redis, for what an operator would do to it."""
+    client = aredis.Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 import redis.asyncio as aredis
@@ -30,12 +30,9 @@ async def _schedule(app: duetime.App, task_id: str, **options: object) -> int:
 
 @pytest.mark.slow
 async def test_tasks_flow_through_repeated_client_kills(
-    redis_url: str, namespace: str, workers: Workers
+    redis_url: str, namespace: str, app: duetime.App, admin: aredis.Redis, workers: Workers
 ) -> None:
     n = 400
-    app = duetime.App(redis_url, namespace=namespace)
-    app.declare("work")
-    admin = aredis.Redis.from_url(redis_url)
     kills = {"normal": 0, "pubsub": 0}
     # Stopped by a flag, not by cancel(): redis-py on Python 3.11 can swallow a cancellation
     # that arrives as a command completes, and the killer would then run on for ever.
@@ -47,107 +44,91 @@ async def test_tasks_flow_through_repeated_client_kills(
                 kills[kind] += await admin.client_kill_filter(_type=kind)
                 await asyncio.sleep(0.03)
 
+    worker = workers.start(redis_url, namespace, mode="sleep:0.05", lease=2.0, concurrency=64)
+    worker.wait_ready()
+    killing = asyncio.create_task(killer())
     try:
-        worker = workers.start(redis_url, namespace, mode="sleep:0.05", lease=2.0, concurrency=64)
-        worker.wait_ready()
-        killing = asyncio.create_task(killer())
+        for i in range(n):
+            await _schedule(app, f"c{i}", delay=(i % 7) * 0.05)
+            await asyncio.sleep(0.003)
         try:
-            for i in range(n):
-                await _schedule(app, f"c{i}", delay=(i % 7) * 0.05)
-                await asyncio.sleep(0.003)
-            try:
-                await eventually(
-                    lambda: len(by_task(workers.ledger(), "effect")) == n, 15, "every task ran"
-                )
-            except AssertionError:
-                stop.set()
-                await asyncio.wait_for(killing, 5)
-                missing = sorted(
-                    {f"c{i}" for i in range(n)} - set(by_task(workers.ledger(), "effect"))
-                )
-                states = {}
-                for task_id in missing[:5]:
-                    try:
-                        states[task_id] = await app.get("work", task_id)
-                    except duetime.StoreUnavailable:  # see the test below
-                        states[task_id] = await app.get("work", task_id)
-                raise AssertionError(
-                    f"{len(missing)} tasks never ran ({missing[:10]}...); worker alive: "
-                    f"{worker.alive()}; {states}"
-                ) from None
-        finally:
+            await eventually(
+                lambda: len(by_task(workers.ledger(), "effect")) == n, 15, "every task ran"
+            )
+        except AssertionError:
             stop.set()
             await asyncio.wait_for(killing, 5)
-        # The faults really happened, to the worker's connections too (the only pub/sub
-        # connection is the worker's).
-        assert kills["normal"] > 10 and kills["pubsub"] > 5, kills
-
-        async def settled() -> bool:
-            # A caller may retry a read that met a dropped connection (the dedicated test
-            # below asserts that it should not have to).
-            try:
-                return (await app.counts("work")) == {"due": 0, "running": 0, "dead": 0}
-            except duetime.StoreUnavailable:
-                return False
-
-        await eventually(settled, 10, "nothing left due, running or dead")
-        assert worker.alive(), worker.log()
-        effects = counts(workers.ledger(), "effect")
-        assert set(effects) == {f"c{i}" for i in range(n)}
-        # At-least-once: a repeat needs a lost lease or a lost reply, one per kill at most.
-        dups = [t for t, k in effects.items() if k > 1]
-        assert len(dups) <= kills["normal"], dups
+            missing = sorted({f"c{i}" for i in range(n)} - set(by_task(workers.ledger(), "effect")))
+            states = {}
+            for task_id in missing[:5]:
+                try:
+                    states[task_id] = await app.get("work", task_id)
+                except duetime.StoreUnavailable:  # see the test below
+                    states[task_id] = await app.get("work", task_id)
+            raise AssertionError(
+                f"{len(missing)} tasks never ran ({missing[:10]}...); worker alive: "
+                f"{worker.alive()}; {states}"
+            ) from None
     finally:
-        await admin.aclose()
-        await app.close()
+        stop.set()
+        await asyncio.wait_for(killing, 5)
+    # The faults really happened, to the worker's connections too (the only pub/sub
+    # connection is the worker's).
+    assert kills["normal"] > 10 and kills["pubsub"] > 5, kills
+
+    async def settled() -> bool:
+        # A caller may retry a read that met a dropped connection (the dedicated test
+        # below asserts that it should not have to).
+        try:
+            return (await app.counts("work")) == {"due": 0, "running": 0, "dead": 0}
+        except duetime.StoreUnavailable:
+            return False
+
+    await eventually(settled, 10, "nothing left due, running or dead")
+    assert worker.alive(), worker.log()
+    effects = counts(workers.ledger(), "effect")
+    assert set(effects) == {f"c{i}" for i in range(n)}
+    # At-least-once: a repeat needs a lost lease or a lost reply, one per kill at most.
+    dups = [t for t, k in effects.items() if k > 1]
+    assert len(dups) <= kills["normal"], dups
 
 
 @pytest.mark.slow
 async def test_a_task_scheduled_right_after_a_pubsub_kill_runs_promptly(
-    redis_url: str, namespace: str, workers: Workers
+    redis_url: str, namespace: str, app: duetime.App, admin: aredis.Redis, workers: Workers
 ) -> None:
     rounds = 6
-    app = duetime.App(redis_url, namespace=namespace)
-    app.declare("work")
-    admin = aredis.Redis.from_url(redis_url)
-    try:
-        worker = workers.start(redis_url, namespace, mode="ledger", lease=5.0)
-        worker.wait_ready()
-        # Warm up: the worker answers wake-ups at all.
-        await _schedule(app, "warm")
-        await eventually(lambda: "warm" in by_task(workers.ledger(), "effect"), 5, "warm-up")
+    worker = workers.start(redis_url, namespace, mode="ledger", lease=5.0)
+    worker.wait_ready()
+    # Warm up: the worker answers wake-ups at all.
+    await _schedule(app, "warm")
+    await eventually(lambda: "warm" in by_task(workers.ledger(), "effect"), 5, "warm-up")
 
-        lateness = []
-        for k in range(rounds):
-            # Idle: nothing due or running, so only a wake-up (or the 5 s idle backstop)
-            # makes the worker look again.
-            await asyncio.sleep(0.2 + 0.1 * k)
-            assert await admin.client_kill_filter(_type="pubsub") >= 1
-            task_id = f"p{k}"
-            due_ms = await _schedule(app, task_id)
+    lateness = []
+    for k in range(rounds):
+        # Idle: nothing due or running, so only a wake-up (or the 5 s idle backstop)
+        # makes the worker look again.
+        await asyncio.sleep(0.2 + 0.1 * k)
+        assert await admin.client_kill_filter(_type="pubsub") >= 1
+        task_id = f"p{k}"
+        due_ms = await _schedule(app, task_id)
 
-            def started(task_id: str = task_id) -> bool:
-                return task_id in by_task(workers.ledger(), "start")
+        def started(task_id: str = task_id) -> bool:
+            return task_id in by_task(workers.ledger(), "start")
 
-            await eventually(started, 10, f"{task_id} started")
-            start = by_task(workers.ledger(), "start")[task_id][0]
-            lateness.append(start.t_ms - due_ms)
-        assert worker.alive(), worker.log()
-        # Promptly: well under the worker's idle backstop (5 s).
-        assert max(lateness) < 1500, [round(x) for x in lateness]
-    finally:
-        await admin.aclose()
-        await app.close()
+        await eventually(started, 10, f"{task_id} started")
+        start = by_task(workers.ledger(), "start")[task_id][0]
+        lateness.append(start.t_ms - due_ms)
+    assert worker.alive(), worker.log()
+    # Promptly: well under the worker's idle backstop (5 s).
+    assert max(lateness) < 1500, [round(x) for x in lateness]
 
 
 async def test_producer_calls_ride_over_a_dropped_connection(
-    redis_url: str, namespace: str
+    app: duetime.App, admin: aredis.Redis
 ) -> None:
     """A connection the server dropped (CLIENT KILL, an idle timeout, a restart) is
     reconnected by the client: the next call succeeds, reads as well as writes."""
-    app = duetime.App(redis_url, namespace=namespace)
-    app.declare("work")
-    admin = aredis.Redis.from_url(redis_url)
     calls: dict[str, Callable[[], Awaitable[object]]] = {
         "schedule": lambda: app.schedule("work", "a", delay=60),
         "get": lambda: app.get("work", "a"),
@@ -156,84 +137,81 @@ async def test_producer_calls_ride_over_a_dropped_connection(
         "cancel": lambda: app.cancel("work", "nope"),
     }
     failed = {}
-    try:
-        await app.schedule("work", "a", delay=60)
-        for name, call in calls.items():
-            await app.counts("work")  # the pool holds an idle connection
-            assert await admin.client_kill_filter(_type="normal") >= 1
-            try:
-                await call()
-            except duetime.StoreUnavailable as exc:
-                failed[name] = str(exc)
-        assert failed == {}
-    finally:
-        await admin.aclose()
-        await app.close()
+    await app.schedule("work", "a", delay=60)
+    for name, call in calls.items():
+        await app.counts("work")  # the pool holds an idle connection
+        assert await admin.client_kill_filter(_type="normal") >= 1
+        try:
+            await call()
+        except duetime.StoreUnavailable as exc:
+            failed[name] = str(exc)
+    assert failed == {}
 
 
-@pytest.mark.slow
-async def test_a_schedule_whose_reply_was_lost_runs_its_task_once(
+@pytest.fixture
+async def behind_proxy(
     redis_server: RedisServer, namespace: str, workers: Workers
-) -> None:
-    """The reply to schedule() is lost after Redis carried it out; the client sends it again
-    (redis-py and duetime resend on a dropped connection). One schedule() call must still
-    mean one run, even when a worker claims the task between the two sends."""
+) -> AsyncIterator[tuple[duetime.App, ReplyDropProxy]]:
+    """A producer whose replies go through a proxy that can lose one, and a ledger worker
+    on Redis itself; warmed up, so the scripts are loaded and a lost reply is a real
+    outcome."""
     proxy = ReplyDropProxy(redis_server.port).start()
     app = duetime.App(proxy.url, namespace=namespace)
     app.declare("work")
     try:
         workers.start(redis_server.url, namespace, mode="ledger", lease=5.0).wait_ready()
-        # Warm up: the scripts are loaded, so the reply lost below is a real outcome.
         await app.schedule("work", "warm")
         await eventually(lambda: "warm" in by_task(workers.ledger(), "effect"), 5, "warm-up")
-        proxy.drop_next(hold=0.5)  # the worker claims and runs it during these 0.5 s
-        await app.schedule("work", "once")
-        assert proxy.dropped == 1
-
-        async def settled() -> bool:
-            return (await app.counts("work")) == {"due": 0, "running": 0, "dead": 0}
-
-        await eventually(lambda: "once" in by_task(workers.ledger(), "effect"), 5, "it ran")
-        await eventually(settled, 5, "nothing left due or running")
-        await asyncio.sleep(0.5)  # a second run, if any, has started by now
-        assert counts(workers.ledger(), "start")["once"] == 1, workers.ledger()
+        yield app, proxy
     finally:
         await app.close()
         proxy.close()
+
+
+@pytest.mark.slow
+async def test_a_schedule_whose_reply_was_lost_runs_its_task_once(
+    behind_proxy: tuple[duetime.App, ReplyDropProxy], workers: Workers
+) -> None:
+    """The reply to schedule() is lost after Redis carried it out; the client sends it again
+    (redis-py and duetime resend on a dropped connection). One schedule() call must still
+    mean one run, even when a worker claims the task between the two sends."""
+    app, proxy = behind_proxy
+    proxy.drop_next(hold=0.5)  # the worker claims and runs it during these 0.5 s
+    await app.schedule("work", "once")
+    assert proxy.dropped == 1
+
+    async def settled() -> bool:
+        return (await app.counts("work")) == {"due": 0, "running": 0, "dead": 0}
+
+    await eventually(lambda: "once" in by_task(workers.ledger(), "effect"), 5, "it ran")
+    await eventually(settled, 5, "nothing left due or running")
+    await asyncio.sleep(0.5)  # a second run, if any, has started by now
+    assert counts(workers.ledger(), "start")["once"] == 1, workers.ledger()
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("due_in", [0, 3600], ids=["due-now", "due-in-an-hour"])
 async def test_a_submit_whose_reply_was_lost_makes_one_task(
-    redis_server: RedisServer, namespace: str, workers: Workers, due_in: int
+    behind_proxy: tuple[duetime.App, ReplyDropProxy], workers: Workers, due_in: int
 ) -> None:
     """As above for submit(), whose id duetime draws: the resent call must not take its own
     task for another's and draw a second id. Due now, the task runs once; due in an hour,
     one task waits (the resend finds its own record under the id)."""
-    proxy = ReplyDropProxy(redis_server.port).start()
-    app = duetime.App(proxy.url, namespace=namespace)
-    app.declare("work")
-    try:
-        workers.start(redis_server.url, namespace, mode="ledger", lease=5.0).wait_ready()
-        await app.submit("work", payload={"warm": True})
-        await eventually(lambda: len(counts(workers.ledger(), "effect")) == 1, 5, "warm-up")
-        proxy.drop_next(hold=0.5)
-        task_id = await app.submit("work", delay=due_in, payload={"n": 1})
-        assert proxy.dropped == 1
+    app, proxy = behind_proxy
+    proxy.drop_next(hold=0.5)
+    task_id = await app.submit("work", delay=due_in, payload={"n": 1})
+    assert proxy.dropped == 1
 
-        if due_in:
-            assert await app.counts("work") == {"due": 1, "running": 0, "dead": 0}
-            info = await app.get("work", task_id)
-            assert info is not None and info.payload == {"n": 1}
-            return
-        await eventually(lambda: task_id in by_task(workers.ledger(), "effect"), 5, "it ran")
-        await asyncio.sleep(0.5)  # a second run, or a second task, has started by now
-        started = counts(workers.ledger(), "start")
-        assert len(started) == 2 and started[task_id] == 1, workers.ledger()
-        assert await app.counts("work") == {"due": 0, "running": 0, "dead": 0}
-    finally:
-        await app.close()
-        proxy.close()
+    if due_in:
+        assert await app.counts("work") == {"due": 1, "running": 0, "dead": 0}
+        info = await app.get("work", task_id)
+        assert info is not None and info.payload == {"n": 1}
+        return
+    await eventually(lambda: task_id in by_task(workers.ledger(), "effect"), 5, "it ran")
+    await asyncio.sleep(0.5)  # a second run, or a second task, has started by now
+    started = counts(workers.ledger(), "start")
+    assert len(started) == 2 and started[task_id] == 1, workers.ledger()
+    assert await app.counts("work") == {"due": 0, "running": 0, "dead": 0}
 
 
 @pytest.mark.slow
