@@ -24,6 +24,10 @@ _LISTS = {"due": Q.list_due, "running": Q.list_running, "dead": Q.list_dead}
 #: of 32,766).
 SCHEDULE_ROWS = 256
 _SCHEDULE_MANY = repeat_row(Q.schedule, "(?, ?, ?, ?)", SCHEDULE_ROWS)
+#: One task of ``only_new``: schedule.sql, where the id holds no task yet. A row without a
+#: record (cancelled while it runs, or a dead letter moved aside) does not count as one,
+#: and is written over as schedule.sql would. Row count: 1 when written, 0 when held.
+_SCHEDULE_NEW = Q.schedule.rstrip() + "\nWHERE record IS NULL"
 
 
 class Queues:
@@ -81,7 +85,7 @@ def schedule(
     only_new: bool,
 ) -> tuple[list[Wake], list[str]]:
     """Write tasks (ids distinct, checked by the caller); see ``schedule.sql``, and
-    ``schedule_new.sql`` for ``only_new``. Returns the wake-ups, and with ``only_new`` the
+    ``_SCHEDULE_NEW`` for ``only_new``. Returns the wake-ups, and with ``only_new`` the
     ids another task holds (see ``Store.schedule``)."""
     qid = queues.find_or_add(conn, task_type)
     head = head_due(conn, qid)
@@ -89,7 +93,7 @@ def schedule(
     if only_new:
         written = []
         for t in tasks:
-            if conn.execute(Q.schedule_new, (qid, t.id, t.due_ms, t.record)).rowcount:
+            if conn.execute(_SCHEDULE_NEW, (qid, t.id, t.due_ms, t.record)).rowcount:
                 written.append(t.due_ms)
             else:  # the id is held: by this very task (sent before) or by another
                 held = get(conn, queues, task_type, t.id)

@@ -43,7 +43,6 @@ class Queries:
     file_dead: str
     settle_dead: str
     settle_due: str
-    schedule_new: str
     add_schedule_name: str
     schedule_name_owner: str
     remove_schedule_name: str

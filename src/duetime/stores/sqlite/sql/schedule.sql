@@ -7,7 +7,9 @@
 -- Running it twice gives the same result.
 --
 -- The VALUES row is repeated to write many tasks with one statement (ids distinct):
--- ops.py runs it with SCHEDULE_ROWS rows per statement, and with one for the rest.
+-- ops.py runs it with SCHEDULE_ROWS rows per statement, and with one for the rest; for
+-- only_new, one row with "WHERE record IS NULL" appended (an id that holds a task is
+-- left alone).
 -- Parameters, per task: ? qid, ? id, ? due ms, ? record. (Plain ? only: CPython 3.12
 -- before 3.12.4 warns about ?NNN with positional parameters, and 3.14 refuses it.)
 INSERT INTO duetime_tasks (qid, id, due_ms, record)
