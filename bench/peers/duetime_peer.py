@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from uuid import uuid4
 
-import common  # the harness.s module, first on its sys.path
+import common  # the harness's module, first on its sys.path
 
 import duetime
 

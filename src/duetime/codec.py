@@ -75,8 +75,9 @@ def check_name(field: str, value: object) -> str:
 
 _ID_ALPHABET = string.digits + string.ascii_letters
 #: The length of the ids :meth:`App.submit` picks: 71 random bits in 12 letters and digits.
-#: Twelve is the longest string Redis keeps in its smallest allocation, 16 bytes with its
-#: header, and a task's id is stored twice (due set and records).
+#: A task's id is stored twice in Redis (due set and records), each copy in a 16-byte
+#: allocation up to 14 bytes of id (measured); a longer id costs about 32 B more a task
+#: from 15 bytes and 64 B more from 29.
 GENERATED_ID_LENGTH = 12
 
 
