@@ -11,6 +11,7 @@ import pytest
 import redis.asyncio as aredis
 
 import duetime
+from duetime.stores.redis import scripts
 from tests.faults.harness import ReplyDropProxy, Workers, by_task, counts, eventually
 from tests.servers import RedisServer
 
@@ -212,6 +213,39 @@ async def test_a_submit_whose_reply_was_lost_makes_one_task(
     started = counts(workers.ledger(), "start")
     assert len(started) == 2 and started[task_id] == 1, workers.ledger()
     assert await app.counts("work") == {"due": 0, "running": 0, "dead": 0}
+
+
+@pytest.mark.slow
+async def test_a_call_whose_reply_never_comes_is_sent_again(
+    behind_proxy: tuple[duetime.App, ReplyDropProxy], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reply lost on a connection that stays open (a network that drops packets and sends
+    no reset): the call runs out of time, goes again on another connection, and succeeds."""
+    app, proxy = behind_proxy
+    monkeypatch.setattr(scripts, "CALL_TIMEOUT_SECONDS", 0.5)
+    proxy.drop_next(hold=60)  # the connection is left open, its replies swallowed
+    started = time.monotonic()
+    await asyncio.wait_for(app.schedule("work", "silent", delay=3600, payload={"n": 1}), 10)
+    assert proxy.dropped == 1
+    assert time.monotonic() - started < 5
+    info = await app.get("work", "silent")
+    assert info is not None and info.payload == {"n": 1}
+
+
+@pytest.mark.slow
+async def test_a_caller_cancelled_while_it_waits_for_a_reply_is_cancelled(
+    behind_proxy: tuple[duetime.App, ReplyDropProxy],
+) -> None:
+    """Cancelling a call that waits on Redis cancels it: it is not taken for a timeout and
+    sent again."""
+    app, proxy = behind_proxy
+    proxy.drop_next(hold=60)
+    call = asyncio.ensure_future(app.schedule("work", "cancelled", delay=3600))
+    await eventually(lambda: proxy.dropped == 1, 5, "the reply was swallowed")
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(call, 5)
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import os
 from collections.abc import AsyncIterator, Sequence
@@ -386,8 +387,24 @@ class RedisStore:
             await asyncio.sleep(backoff_delay(failures, LISTEN_BACKOFF_FIRST, LISTEN_BACKOFF_CAP))
 
 
+def _new_call_ids() -> None:
+    """A new random prefix for this process's call ids (again in a forked child, which would
+    otherwise repeat its parent's ids)."""
+    global _call_prefix, _call_count
+    _call_prefix = os.urandom(8).hex()
+    _call_count = itertools.count()
+
+
+_call_prefix = ""
+_call_count = itertools.count()
+_new_call_ids()
+os.register_at_fork(after_in_child=_new_call_ids)
+
+
 def _call_id() -> str:
-    return os.urandom(8).hex()
+    """A call id unique across processes: the process's random prefix and a counter (a
+    system call for random bytes on every call would cost a few microseconds of it)."""
+    return f"{_call_prefix}{next(_call_count):x}"
 
 
 def _settle_args(o: Outcome) -> tuple[Any, ...]:

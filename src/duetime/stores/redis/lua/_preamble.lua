@@ -65,11 +65,12 @@ local function meta_fields(ids)
   return fields
 end
 
--- Call `command` on `key` with the values of `list` appended, in slices that stay under
--- Lua's limit on unpack() (about 8,000 values). Does nothing for an empty list.
-local function bulk(command, key, list)
-  local SLICE = 4000
-  for first = 1, #list, SLICE do
-    redis.call(command, key, unpack(list, first, math.min(first + SLICE - 1, #list)))
+-- Call `command` on `key` with the values of `list` from `from` (default 1) appended, in
+-- slices of BULK_SLICE that stay under Lua's limit on unpack() (about 8,000 values). Does
+-- nothing for an empty list.
+local BULK_SLICE = 4000
+local function bulk(command, key, list, from)
+  for first = from or 1, #list, BULK_SLICE do
+    redis.call(command, key, unpack(list, first, math.min(first + BULK_SLICE - 1, #list)))
   end
 end

@@ -105,7 +105,7 @@ if failed(head) then
   return {-1, KEYS[1]}
 end
 -- Dead letters and meta fields are rare: one call finds that neither key exists.
-local dead, has_meta = {}, false
+local dead, has_meta
 if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then
   dead = redis.pcall('ZMSCORE', KEYS[3], unpack(ids))
   if failed(dead) then
@@ -116,7 +116,7 @@ if redis.call('EXISTS', KEYS[3], KEYS[4]) > 0 then
     return {-1, KEYS[4]}
   end
 end
-local first = redis.pcall('HSET', KEYS[2], unpack(hset, 1, math.min(#hset, 4000)))
+local first = redis.pcall('HSET', KEYS[2], unpack(hset, 1, math.min(#hset, BULK_SLICE)))
 if failed(first) then
   if string.find(first.err, 'WRONGTYPE', 1, true) then
     return {-1, KEYS[2]}
@@ -125,15 +125,17 @@ if failed(first) then
 end
 
 -- Written from here on.
-bulk('HSET', KEYS[2], {unpack(hset, 4001)})
+bulk('HSET', KEYS[2], hset, BULK_SLICE + 1)
 bulk('ZADD', KEYS[1], zadd)
-local revived = {}
-for k, id in ipairs(ids) do
-  if dead[k] then
-    revived[#revived + 1] = id
+if dead then
+  local revived = {}
+  for k, id in ipairs(ids) do
+    if dead[k] then
+      revived[#revived + 1] = id
+    end
   end
+  bulk('ZREM', KEYS[3], revived)
 end
-bulk('ZREM', KEYS[3], revived)
 if has_meta then
   bulk('HDEL', KEYS[4], meta_fields(ids))
 end
