@@ -13,7 +13,12 @@ import duetime
 from duetime.codec import encode_record
 from duetime.stores.base import NewTask, Outcome
 from duetime.stores.redis.keys import type_keys, wake_channel
-from duetime.stores.redis.store import RedisStore, _check_server
+from duetime.stores.redis.store import (
+    MARKER_HORIZON_MS,
+    RedisConfig,
+    RedisStore,
+    _check_server,
+)
 from tests.servers import RedisServer
 
 T0 = 1_900_000_000_000
@@ -250,6 +255,43 @@ async def test_a_resent_claim_returns_the_same_claims(store: RedisStore, namespa
         "mail", now_ms=T0, limit=10, lease_ms=1000, max_stalls=1, at_most_once=False
     )
     assert [c.id for c in rest.claims] == ["t2"]
+
+
+async def _markers(raw: aredis.Redis, namespace: str) -> list[str]:
+    return [name async for name in raw.scan_iter(match=f"duetime:{{{namespace}:mail}}:call:*")]
+
+
+async def test_only_a_call_with_a_task_due_soon_leaves_a_resend_marker(
+    store: RedisStore, raw: aredis.Redis, namespace: str
+) -> None:
+    """Markers are for tasks due within a minute: a call whose tasks are all due beyond
+    MARKER_HORIZON_MS by the server's clock leaves none, one call or a batch."""
+    now = int(await store.time_ms())
+    later = now + MARKER_HORIZON_MS + 60_000
+    await store.schedule("mail", [NewTask("later", later, REC)])
+    await store.schedule("mail", [NewTask(f"b{i}", later, REC) for i in range(3)])
+    assert await _markers(raw, namespace) == []
+
+    await store.schedule("mail", [NewTask("soon", now + 30_000, REC)])
+    assert len(await _markers(raw, namespace)) == 1
+    await store.schedule("mail", [NewTask("c1", later, REC), NewTask("c2", now + 1_000, REC)])
+    assert len(await _markers(raw, namespace)) == 2
+    assert await store.count("mail") == {"due": 7, "running": 0, "dead": 0}
+
+
+async def test_a_store_that_has_not_read_the_servers_clock_marks_every_call(
+    redis_url: str, raw: aredis.Redis, namespace: str
+) -> None:
+    """Without a reading of the server's clock the store cannot tell a task due soon: it
+    hands the marker's key to every call, and the script marks the task due now."""
+    seconds, _ = await raw.time()
+    store = RedisStore(RedisConfig(url=redis_url, namespace=namespace))
+    await store.open()
+    try:
+        await store.schedule("mail", [NewTask("now", seconds * 1000, REC)])
+    finally:
+        await store.close()
+    assert len(await _markers(raw, namespace)) == 1
 
 
 async def test_a_resent_schedule_of_a_task_due_soon_is_not_written_twice(

@@ -13,13 +13,14 @@
 -- Resending it is safe. Writing the same tasks twice gives the same tasks, except when a
 -- task was due so soon that a worker ran it between the two: then it would run twice. So
 -- when a task is due within a minute (by the server's clock), the call leaves a marker
--- under its own key, and a call that finds its marker writes nothing.
+-- under its own key, and a call that finds its marker writes nothing. A caller that knows
+-- every task is due much later leaves the marker's key out, and the clock goes unread.
 --
 -- KEYS[1] due    ZSET  id -> due time (ms)
 -- KEYS[2] data   HASH  id -> record (JSON)
 -- KEYS[3] dead   ZSET  id -> time of death (ms)
 -- KEYS[4] meta   HASH  s:<id>, e:<id> -> stalls, last error (see the preamble)
--- KEYS[5] call   STRING  this call's marker
+-- KEYS[5] call   STRING  this call's marker (optional: without it, no marker)
 -- ARGV[1] wake channel
 -- ARGV[2] task type (the first word of a wake message)
 -- ARGV[3] "1" to write only ids that do not exist yet (due, running or dead), else "0"
@@ -81,8 +82,8 @@ if #ids == 0 then
 end
 
 local MARK_WITHIN_MS, MARK_FOR_MS = 60000, 60000
-local clock = redis.call('TIME')
-if tonumber(earliest) <= tonumber(clock[1]) * 1000 + MARK_WITHIN_MS then
+local clock = KEYS[5] and redis.call('TIME')
+if clock and tonumber(earliest) <= tonumber(clock[1]) * 1000 + MARK_WITHIN_MS then
   local answer = #taken > 0 and cjson.encode(taken) or '1'
   local marked = redis.pcall('SET', KEYS[5], answer, 'NX', 'PX', MARK_FOR_MS)
   if failed(marked) then
