@@ -92,7 +92,11 @@ class StoreClock:
             if best is None or after - before < best[0]:
                 best = (after - before, store_ms, (before + after) / 2)
         assert best is not None
-        _, self._base_ms, self._base_mono = best
+        self.anchor(best[1], best[2])
+
+    def anchor(self, store_ms: float, mono: float) -> None:
+        """Set the clock from one reading: the store's time at local monotonic ``mono``."""
+        self._base_ms, self._base_mono = store_ms, mono
 
     def now_ms(self) -> int:
         return int(self.now())

@@ -18,6 +18,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
 from duetime.backoff import backoff_delay
+from duetime.clock import StoreClock
 from duetime.errors import ConfigError, StoreError, StoreUnavailable
 from duetime.stores.base import (
     STATES,
@@ -108,9 +109,8 @@ class RedisStore:
         self._keys: dict[str, TypeKeys] = {}
         self._channel = wake_channel(config.namespace)
         self._warnings: list[str] = []
-        # The server's time in ms at a moment of the local monotonic clock, from the last
-        # time_ms(); None until then.
-        self._server_time: tuple[float, float] | None = None
+        # The server's clock as time_ms() last read it (unsynced until then).
+        self._server_clock = StoreClock(self.time_ms)
 
     # -- connection ---------------------------------------------------------------------
 
@@ -182,17 +182,15 @@ class RedisStore:
         async with _errors("TIME"):
             seconds, micros = await self.client.time()
         server_ms = seconds * 1000 + micros / 1000
-        self._server_time = (server_ms, (before + time.monotonic()) / 2)
+        self._server_clock.anchor(server_ms, (before + time.monotonic()) / 2)
         return server_ms
 
     def _schedule_keys(self, k: TypeKeys, earliest_ms: int) -> list[str]:
         """The schedule script's keys, with the call's marker key unless every task is due
         beyond MARKER_HORIZON_MS (or the store has not read the server's clock yet)."""
         keys = [k.due, k.data, k.dead, k.meta]
-        anchor = self._server_time
-        if anchor is None or earliest_ms <= (
-            anchor[0] + (time.monotonic() - anchor[1]) * 1000 + MARKER_HORIZON_MS
-        ):
+        clock = self._server_clock
+        if not clock.synced or earliest_ms <= clock.now() + MARKER_HORIZON_MS:
             keys.append(call_key(k, _call_id()))
         return keys
 
