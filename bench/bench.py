@@ -247,11 +247,8 @@ async def run_store(name: str, url: str, args: argparse.Namespace, tmp: Path) ->
     if "w4" in args.workloads and name == "redis":
         # A server of its own: keys other workloads left with a TTL (claim replies and
         # schedule markers live up to a minute) would expire during it and skew the count.
-        server = RedisServer().start()
-        try:
+        with RedisServer() as server:
             result["w4"] = await w4(server.url, args.w4_n)
-        finally:
-            server.cleanup()
     if "w5" in args.workloads:
         result["w5"] = await w5(url, args.w5_schedules, args.w5_seconds, tmp)
     return result
@@ -288,11 +285,8 @@ def main() -> None:
         for run in range(1, args.runs + 1):
             for store in args.stores.split(","):
                 if store == "redis":
-                    server = RedisServer().start()
-                    try:
+                    with RedisServer() as server:
                         result = asyncio.run(run_store("redis", server.url, args, tmp))
-                    finally:
-                        server.cleanup()
                 elif store == "sqlite":
                     url = f"sqlite:///{tmp / f'bench-{run}.db'}"
                     result = asyncio.run(run_store("sqlite", url, args, tmp))

@@ -13,9 +13,8 @@ from tests.servers import RedisServer
 
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
-    server = RedisServer().start()
-    yield server
-    server.cleanup()
+    with RedisServer() as server:
+        yield server
 
 
 @pytest.fixture

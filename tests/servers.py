@@ -103,3 +103,9 @@ class RedisServer:
     def cleanup(self) -> None:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> RedisServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.cleanup()

@@ -17,11 +17,8 @@ from tests.servers import RedisServer
 
 @pytest.fixture(scope="module")
 def lru_redis() -> Iterator[RedisServer]:
-    server = RedisServer("--maxmemory", "50mb", "--maxmemory-policy", "allkeys-lru").start()
-    try:
+    with RedisServer("--maxmemory", "50mb", "--maxmemory-policy", "allkeys-lru") as server:
         yield server
-    finally:
-        server.cleanup()
 
 
 async def test_an_evicting_redis_is_refused_and_nothing_is_written(
@@ -68,8 +65,7 @@ async def test_allow_eviction_starts_with_a_warning(
 async def test_a_policy_that_only_evicts_keys_with_a_ttl_is_accepted(
     namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    server = RedisServer("--maxmemory", "50mb", "--maxmemory-policy", "volatile-lru").start()
-    try:
+    with RedisServer("--maxmemory", "50mb", "--maxmemory-policy", "volatile-lru") as server:
         app = duetime.App(server.url, namespace=namespace)
         app.declare("work")
         with caplog.at_level(logging.WARNING):
@@ -77,8 +73,6 @@ async def test_a_policy_that_only_evicts_keys_with_a_ttl_is_accepted(
         assert "volatile-lru" not in caplog.text
         await app.schedule("work", "a", delay=60)
         await app.close()
-    finally:
-        server.cleanup()
 
 
 async def test_out_of_memory_surfaces_to_schedule_and_loses_nothing(namespace: str) -> None:

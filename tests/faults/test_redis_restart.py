@@ -19,11 +19,8 @@ LEASE = 5.0
 
 @pytest.fixture
 def aof_redis() -> Iterator[RedisServer]:
-    server = RedisServer("--appendonly", "yes", "--appendfsync", "always").start()
-    try:
+    with RedisServer("--appendonly", "yes", "--appendfsync", "always") as server:
         yield server
-    finally:
-        server.cleanup()
 
 
 @pytest.mark.slow

@@ -206,16 +206,11 @@ async def test_a_server_without_an_append_only_file_is_warned_about(
 
 
 async def test_with_appendfsync_always_nothing_is_warned_about(namespace: str) -> None:
-    server = RedisServer("--appendonly", "yes", "--appendfsync", "always").start()
-    try:
-        store = RedisStore(
-            duetime.stores.redis.store.RedisConfig(url=server.url, namespace=namespace)
-        )
+    with RedisServer("--appendonly", "yes", "--appendfsync", "always") as server:
+        store = RedisStore(RedisConfig(url=server.url, namespace=namespace))
         await store.open()
         assert store.durability_warnings() == []
         await store.close()
-    finally:
-        server.cleanup()
 
 
 async def test_a_bad_url_is_a_config_error() -> None:
