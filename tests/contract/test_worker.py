@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -215,6 +216,51 @@ async def test_a_failed_occurrence_is_dead_lettered_and_the_series_goes_on(
     assert [d.task_id for d in dead] == [f"daily@{first_ms}"]
     assert dead[0].error == "RuntimeError: first occurrence fails"
     assert runs[1] - runs[0] == timedelta(milliseconds=100)
+
+
+async def test_a_retry_and_a_dead_letter_keep_the_payload_as_scheduled(
+    app: duetime.App,
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    @app.task("mutating", retries=1, backoff=FAST)
+    async def mutating(payload: dict[str, Any]) -> None:
+        seen.append(json.loads(json.dumps(payload)))
+        payload["items"].append("x")  # the handler's own copy
+        payload["count"] = len(seen)
+        raise RuntimeError("fails after changing its payload")
+
+    async with running(app):
+        await app.schedule("mutating", "m", payload={"items": []})
+        await eventually(lambda: _state(app, "mutating", "m", "dead"))
+
+    assert seen == [{"items": []}, {"items": []}]
+    dead = await app.get("mutating", "m")
+    assert dead is not None and dead.payload == {"items": []} and dead.attempts == 2
+
+
+async def test_a_series_retry_sees_the_payload_the_last_reschedule_left(
+    app: duetime.App,
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    @app.task("growing", retries=1, backoff=FAST)
+    async def growing(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        seen.append(json.loads(json.dumps(payload)))
+        payload["round"] = -1
+        if len(seen) == 2:
+            raise RuntimeError("the second occurrence fails once")
+
+    @growing.reschedule
+    def next_round(payload: dict[str, Any]) -> duetime.Reschedule | bool:
+        return duetime.Reschedule(payload={"round": payload["round"] + 1})
+
+    async with running(app):
+        await app.schedule("growing", "g", every=timedelta(milliseconds=100), payload={"round": 1})
+        await eventually(lambda: len(seen) >= 4)
+        await app.cancel("growing", "g")
+
+    assert seen[:4] == [{"round": 1}, {"round": 2}, {"round": 2}, {"round": 3}]
 
 
 async def test_a_hung_handler_times_out_and_is_retried(app: duetime.App) -> None:
