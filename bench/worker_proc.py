@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import duetime
-from duetime.runtime import tune_gc
+from duetime.worker.runtime import tune_gc
 
 
 async def main() -> None:
@@ -68,7 +68,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    from duetime.runtime import event_loop_factory
+    from duetime.worker.runtime import event_loop_factory
 
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         runner.run(main())

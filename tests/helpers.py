@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import duetime
+from duetime.record import Record
+from duetime.triggers.periodic import Periodic
 
 
 @contextlib.asynccontextmanager
@@ -38,3 +40,15 @@ async def eventually(
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {within} s")
         await asyncio.sleep(every)
+
+
+def record_text(
+    payload_json: str = "{}",
+    *,
+    every_ms: int | None = None,
+    occurrence_ms: int | None = None,
+    failures: int = 0,
+) -> str:
+    """A task's record as duetime stores it."""
+    trigger = None if every_ms is None else Periodic(every_ms)
+    return Record(payload_json, trigger, occurrence_ms, failures).encode()

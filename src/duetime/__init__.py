@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from duetime.app import App
+from duetime.client import Client
 from duetime.clock import Clock, ManualClock, StoreClock, SystemClock
+from duetime.context import Context
 from duetime.errors import (
     Abort,
     ConfigError,
@@ -15,17 +17,18 @@ from duetime.errors import (
     SchemaError,
     ScriptError,
     StoreError,
+    StoreRefused,
     StoreUnavailable,
     TaskNotFound,
     UnknownTaskType,
     ValidationError,
 )
-from duetime.merge import deep_merge
-from duetime.model import Backoff, Context, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
-from duetime.schedules import CronInfo
+from duetime.model import Backoff, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.sync import SyncClient
 from duetime.tasktype import TaskType
-from duetime.worker import Worker
+from duetime.triggers.cron.manage import CronInfo
+from duetime.triggers.periodic import deep_merge
+from duetime.worker import Listener, TaskEvent, Worker
 
 __version__ = "0.1.0"
 
@@ -33,11 +36,13 @@ __all__ = [
     "Abort",
     "App",
     "Backoff",
+    "Client",
     "Clock",
     "ConfigError",
     "CronInfo",
     "Context",
     "DuetimeError",
+    "Listener",
     "ManualClock",
     "NotFound",
     "Pacing",
@@ -49,10 +54,12 @@ __all__ = [
     "ScriptError",
     "StoreClock",
     "StoreError",
+    "StoreRefused",
     "StoreUnavailable",
     "SyncClient",
     "SystemClock",
     "Task",
+    "TaskEvent",
     "TaskInfo",
     "TaskNotFound",
     "TaskPolicy",

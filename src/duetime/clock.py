@@ -1,4 +1,4 @@
-"""Clocks: where "now" comes from, in epoch milliseconds.
+"""Clocks: where "now" comes from, and epoch milliseconds, the unit of every stored time.
 
 Workers and producers read time from the store's clock, so that machines whose own clocks
 disagree still agree on what is due. A :class:`StoreClock` samples the store's time now and
@@ -8,8 +8,10 @@ round trip and a wrong or jumping wall clock on this machine changes nothing.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 #: How often a StoreClock samples the store's time again. Monotonic clocks drift by a few
@@ -17,6 +19,20 @@ from typing import Protocol
 RESAMPLE_SECONDS = 60.0
 #: Samples per sync: the shortest round trip among them is the least skewed by scheduling.
 SAMPLES = 5
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+MS = timedelta(milliseconds=1)
+
+
+@functools.lru_cache(maxsize=1024)
+def from_ms(ms: int) -> datetime:
+    """The aware UTC datetime of epoch milliseconds (cached: tasks often share due times)."""
+    return EPOCH + timedelta(milliseconds=ms)  # integer arithmetic: exact in any year
+
+
+def epoch_ms(moment: datetime) -> int:
+    """Epoch milliseconds of an aware datetime, rounded up (never before the moment)."""
+    return -((EPOCH - moment) // MS)
 
 
 class Clock(Protocol):

@@ -9,7 +9,7 @@ Every error duetime raises derives from :class:`DuetimeError`::
         UnknownTaskType             a task type the app has not registered or declared
       StoreError                  the store failed
         StoreUnavailable            it cannot be reached (connection refused, dropped, timeout)
-        ScriptError                 a store script refused its keys or arguments
+        StoreRefused                it refused arguments or data it cannot use (was ScriptError)
         SchemaError                 the store's data or schema is not what duetime expects
       NotFound (LookupError)
         TaskNotFound                no task with that type and id
@@ -73,19 +73,24 @@ class StoreUnavailable(StoreError):
     """The store cannot be reached: the operation's outcome is unknown."""
 
 
-class ScriptError(StoreError):
-    """A store script refused to run on keys or arguments it did not expect.
+class StoreRefused(StoreError):
+    """The store refused an operation before writing anything: its arguments, or data it
+    found in the store (a key holding a value of another type), cannot be used.
 
     Attributes:
-        code: the script's negative return code.
         key: the key it complained about, when there is one.
+        code: the store's own code for the refusal, when it has one.
     """
 
-    def __init__(self, code: int, detail: str, key: str | None = None) -> None:
-        self.code = code
+    def __init__(self, detail: str, *, key: str | None = None, code: int | None = None) -> None:
         self.key = key
+        self.code = code
         where = f" (key {key})" if key else ""
-        super().__init__(f"script refused to run, code {code}: {detail}{where}")
+        super().__init__(f"the store refused: {detail}{where}")
+
+
+#: The name :class:`StoreRefused` had when only the Redis store raised it.
+ScriptError = StoreRefused
 
 
 class SchemaError(StoreError):

@@ -1,17 +1,14 @@
-"""The values users handle: tasks to schedule, what a handler is told, what a listing shows."""
+"""The values users handle: tasks to schedule, policies, what a listing shows."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from duetime.backoff import backoff_delay
-from duetime.codec import duration_ms
 from duetime.errors import ValidationError
-
-if TYPE_CHECKING:
-    from duetime.app import App
+from duetime.validate import as_timedelta, check_int, duration_ms
 
 Delivery = Literal["at_least_once", "at_most_once"]
 
@@ -24,12 +21,12 @@ DEFAULT_RETRIES = 3
 DEFAULT_LEASE = timedelta(seconds=30)
 DEFAULT_MAX_STALLS = 3
 #: An idle worker looks again at least this often, even with nothing due: a backstop for a
-#: wake-up lost while its connection was down (the source design's timeoutWhenEmpty).
+#: wake-up lost while its connection was down.
 DEFAULT_MAX_IDLE = timedelta(seconds=5)
 #: Most tasks one claim takes; more round trips below, longer scripts above.
 DEFAULT_BATCH = 500
-#: A claim and its round trip take about a millisecond here, and a timer fires within one:
-#: claiming 10 ms early leaves room for both, and a stall of the loop, on a busy machine.
+#: Claiming this early leaves room for the claim's round trip, the timer that starts the
+#: task, and a stall of the event loop on a busy machine (docs/performance.md, W3).
 DEFAULT_LOOKAHEAD = timedelta(milliseconds=10)
 
 
@@ -75,7 +72,7 @@ class TaskPolicy:
         max_stalls: how many expired leases (a worker died or hung) a task survives before
             it goes to the dead letters.
         delivery: ``at_least_once`` (a task whose worker died runs again) or
-            ``at_most_once`` (it goes to the dead letters instead; the source design's way).
+            ``at_most_once`` (it goes to the dead letters instead).
     """
 
     concurrency: int = DEFAULT_CONCURRENCY
@@ -87,11 +84,11 @@ class TaskPolicy:
     delivery: Delivery = "at_least_once"
 
     def __post_init__(self) -> None:
-        _positive_int("concurrency", self.concurrency)
+        check_int("concurrency", self.concurrency)
         if self.timeout is not None:
             duration_ms("timeout", self.timeout)
-        _positive_int("retries", self.retries, allow_zero=True)
-        _positive_int("max_stalls", self.max_stalls, allow_zero=True)
+        check_int("retries", self.retries, minimum=0)
+        check_int("max_stalls", self.max_stalls, minimum=0)
         if duration_ms("lease", self.lease) < 100:
             raise ValidationError("lease", "must be at least 100 ms")
         if self.delivery not in ("at_least_once", "at_most_once"):
@@ -101,17 +98,44 @@ class TaskPolicy:
                 "retries", "must be 0 with at_most_once delivery: a retry is a second run"
             )
 
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        concurrency: int,
+        timeout: timedelta | float | None,
+        retries: int | None,
+        backoff: Backoff | None,
+        lease: timedelta | float,
+        max_stalls: int,
+        delivery: Delivery,
+    ) -> TaskPolicy:
+        """The policy of ``@app.task``'s options: numbers are seconds, and ``retries``
+        defaults to 3, or 0 with at-most-once delivery."""
+        if retries is None:
+            retries = 0 if delivery == "at_most_once" else DEFAULT_RETRIES
+        return cls(
+            concurrency=concurrency,
+            timeout=as_timedelta("timeout", timeout),
+            retries=retries,
+            backoff=backoff or Backoff(),
+            lease=as_timedelta("lease", lease) or DEFAULT_LEASE,
+            max_stalls=max_stalls,
+            delivery=delivery,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pacing:
     """How often a worker claims tasks of a type. Neither knob sets the latency.
 
     Attributes:
-        pause: a wait between two claim rounds while tasks are due (the source design's
-            ``timeout``); zero claims again at once.
-        max_idle: the longest an idle worker sleeps before looking again (the source
-            design's ``timeoutWhenEmpty``). Workers are woken when an earlier task arrives,
-            so this is only a backstop.
+        pause: a wait between two claim rounds while tasks are due (``timeout`` in the
+            Redis sorted-set scheduler duetime keeps compatible in spirit); zero claims again
+            at once.
+        max_idle: the longest an idle worker sleeps before looking again (that scheduler's
+            ``timeoutWhenEmpty``). Workers are woken when an earlier task arrives, so this is
+            only a backstop.
         batch: most tasks claimed in one round trip.
         lookahead: tasks due this soon are claimed early and started at their due time by
             a local timer, so the round trip of the claim does not make them late.
@@ -125,14 +149,9 @@ class Pacing:
     def __post_init__(self) -> None:
         duration_ms("pause", self.pause, allow_zero=True)
         duration_ms("max_idle", self.max_idle)
-        _positive_int("batch", self.batch)
+        check_int("batch", self.batch)
         if duration_ms("lookahead", self.lookahead, allow_zero=True) > 1000:
             raise ValidationError("lookahead", "must be at most one second")
-
-
-def _positive_int(name: str, value: object, *, allow_zero: bool = False) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < (0 if allow_zero else 1):
-        raise ValidationError(name, f"must be an integer of {0 if allow_zero else 1} or more")
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,30 +181,6 @@ class Reschedule:
 
     payload: dict[str, Any] | None = None
     at: datetime | None = None
-
-
-class Context(NamedTuple):
-    """What a handler is told about the run it is in (a named tuple: cheap to make).
-
-    Attributes:
-        task_type: the task type.
-        task_id: the task's id.
-        due: when this occurrence was due (retries keep it).
-        attempt: 1 on the first run of this occurrence, then 2, 3, ...
-        occurrence: a stable id of this occurrence, ``"<task id>@<due ms>"``: the same on
-            every attempt and on every worker, so handlers can use it to make their side
-            effects idempotent.
-        token: the fencing token of this claim; later claims of the task get larger ones.
-        app: the app, for scheduling more tasks from an async handler.
-    """
-
-    task_type: str
-    task_id: str
-    due: datetime
-    attempt: int
-    occurrence: str
-    token: int
-    app: App
 
 
 @dataclass(frozen=True, slots=True)

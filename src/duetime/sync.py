@@ -12,7 +12,7 @@ from duetime.model import Task, TaskInfo
 from duetime.stores.base import State
 
 if TYPE_CHECKING:
-    from duetime.app import App
+    from duetime.client import Client
 
 T = TypeVar("T")
 
@@ -25,17 +25,8 @@ class SyncClient:
     :meth:`close` or a ``with`` block.
     """
 
-    def __init__(self, app: App) -> None:
-        from duetime.app import App
-
-        self._app = App(
-            app.url,
-            namespace=app.namespace,
-            clock=app._given_clock,
-            max_payload_bytes=app.max_payload_bytes,
-            allow_eviction=app.allow_eviction,
-        )
-        self._app.types = app.types  # the same registry: the types are known here too
+    def __init__(self, app: Client) -> None:
+        self._app = app.detached()  # the same registry, on a connection of its own
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="duetime-sync", daemon=True

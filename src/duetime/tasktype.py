@@ -6,13 +6,10 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from duetime.errors import ValidationError
 from duetime.model import Pacing, Reschedule, TaskPolicy
-
-if TYPE_CHECKING:
-    from duetime.app import App
 
 Handler = Callable[..., Any]
 Hook = Callable[..., "Reschedule | bool | None | Awaitable[Reschedule | bool | None]"]
@@ -51,13 +48,14 @@ class TaskType:
     ``app.schedule(name, id, ...)``; ``@handler.reschedule`` sets the reschedule hook.
     """
 
-    app: App
     name: str
     handler: Handler | None
     policy: TaskPolicy
     pacing: Pacing
     mode: CallMode = "payload"
     hook: Hook | None = None
+    #: The app's ``schedule`` call, for :meth:`schedule`.
+    scheduler: Callable[..., Awaitable[datetime]] | None = field(default=None, repr=False)
     is_async: bool = field(init=False)
     hook_takes_ctx: bool = field(init=False, default=False)
 
@@ -90,6 +88,19 @@ class TaskType:
         self.hook_takes_ctx = positional_arity(hook) >= 2
         return hook
 
+    async def ask_hook(self, payload: dict[str, Any], ctx: Any) -> object:
+        """The reschedule hook's answer about ``payload`` (awaited if it is async); True
+        when the type has no hook."""
+        hook = self.hook
+        if hook is None:
+            return True
+        answer = hook(payload, ctx) if self.hook_takes_ctx else hook(payload)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer
+
     async def schedule(self, task_id: str, **options: Any) -> datetime:
         """``app.schedule(<this type>, task_id, **options)``."""
-        return await self.app.schedule(self.name, task_id, **options)
+        if self.scheduler is None:
+            raise TypeError(f"task type {self.name!r} belongs to no app")
+        return await self.scheduler(self.name, task_id, **options)

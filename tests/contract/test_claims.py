@@ -7,12 +7,13 @@ without waiting for a clock.
 from __future__ import annotations
 
 import duetime
-from duetime.codec import decode_record, encode_record
+from duetime.record import Record
 from duetime.stores.base import Claim, NewTask, Outcome, Store
+from tests.helpers import record_text
 
 T0 = 1_900_000_000_000  # an arbitrary "now", in epoch ms
 LEASE = 10_000
-REC = encode_record('{"n":1}')
+REC = record_text('{"n":1}')
 
 
 async def put(store: Store, *tasks: tuple[str, int]) -> None:
@@ -80,7 +81,7 @@ async def test_done_ends_the_task(store: Store) -> None:
 async def test_settling_twice_is_harmless(store: Store) -> None:
     await put(store, ("a", T0))
     (c,) = await claim(store)
-    outcome = Outcome("next", c, T0 + 60_000, encode_record('{"n":2}', every_ms=60_000))
+    outcome = Outcome("next", c, T0 + 60_000, record_text('{"n":2}', every_ms=60_000))
 
     assert await store.settle("mail", [outcome], T0) == [True]
     assert await store.settle("mail", [outcome], T0) == [False]
@@ -151,13 +152,13 @@ async def test_release_hands_a_task_back_as_it_was(store: Store) -> None:
 async def test_retry_moves_the_task_with_its_new_record_and_error(store: Store) -> None:
     await put(store, ("a", T0))
     (c,) = await claim(store)
-    record = encode_record('{"n":1}', occurrence_ms=T0, failures=1)
+    record = record_text('{"n":1}', occurrence_ms=T0, failures=1)
 
     await store.settle("mail", [Outcome("retry", c, T0 + 2000, record, "boom")], T0)
 
     got = await store.get("mail", "a")
     assert got is not None and (got.state, got.due_ms, got.error) == ("due", T0 + 2000, "boom")
-    assert got.record is not None and decode_record(got.record).failures == 1
+    assert got.record is not None and Record.decode(got.record).failures == 1
     assert await claim(store, now=T0 + 1999) == []
     assert [x.id for x in await claim(store, now=T0 + 2000)] == ["a"]
 
@@ -165,7 +166,7 @@ async def test_retry_moves_the_task_with_its_new_record_and_error(store: Store) 
 async def test_dead_letters_keep_record_and_error_and_can_be_revived(store: Store) -> None:
     await put(store, ("a", T0))
     (c,) = await claim(store)
-    record = encode_record('{"n":1}', failures=4)
+    record = record_text('{"n":1}', failures=4)
 
     await store.settle("mail", [Outcome("dead", c, None, record, "ValueError: bad")], T0 + 5)
 
@@ -182,8 +183,8 @@ async def test_dead_letters_keep_record_and_error_and_can_be_revived(store: Stor
 async def test_a_failed_occurrence_is_filed_and_the_series_goes_on(store: Store) -> None:
     await put(store, ("weekly", T0))
     (c,) = await claim(store)
-    nxt = encode_record('{"n":1}', every_ms=1000)
-    failed = encode_record('{"n":1}', occurrence_ms=T0, failures=3)
+    nxt = record_text('{"n":1}', every_ms=1000)
+    failed = record_text('{"n":1}', occurrence_ms=T0, failures=3)
 
     outcome = Outcome("next", c, T0 + 1000, nxt, "boom", f"weekly@{T0}", failed)
     assert await store.settle("mail", [outcome], T0 + 1) == [True]
@@ -200,11 +201,11 @@ async def test_a_failed_occurrence_is_filed_and_the_series_goes_on(store: Store)
 async def test_a_task_rescheduled_while_running_keeps_its_new_occurrence(store: Store) -> None:
     await put(store, ("a", T0))
     (c,) = await claim(store)
-    moved = encode_record('{"n":2}')
+    moved = record_text('{"n":2}')
     await store.schedule("mail", [NewTask("a", T0 + 9000, moved)])
 
     # The old run ends, whatever it says; the new occurrence stays as scheduled.
-    retry = Outcome("retry", c, T0 + 10, encode_record('{"n":1}', failures=1), "boom")
+    retry = Outcome("retry", c, T0 + 10, record_text('{"n":1}', failures=1), "boom")
     assert await store.settle("mail", [retry], T0) == [True]
 
     got = await store.get("mail", "a")
@@ -245,7 +246,7 @@ async def test_a_task_cancelled_while_running_stays_cancelled(store: Store) -> N
     kept = await store.settle(
         "mail",
         [
-            Outcome("next", ca, T0 + 1000, encode_record("{}", every_ms=1000)),
+            Outcome("next", ca, T0 + 1000, record_text("{}", every_ms=1000)),
             Outcome("retry", cb, T0 + 1000, REC, "boom"),
         ],
         T0,
@@ -307,7 +308,7 @@ async def test_the_store_clock_is_close_to_real_time(store: Store) -> None:
 
 async def test_an_app_on_this_store_sees_what_the_store_wrote(app: duetime.App) -> None:
     store = await app.open()
-    await store.schedule("mail", [NewTask("raw", T0, encode_record('{"k":"v"}', every_ms=5))])
+    await store.schedule("mail", [NewTask("raw", T0, record_text('{"k":"v"}', every_ms=5))])
     info = await app.get("mail", "raw")
     assert info is not None and info.payload == {"k": "v"} and info.every is not None
 

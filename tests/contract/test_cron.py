@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 import duetime
-from duetime.codec import decode_record, dump_json, encode_record
-from duetime.cron import parse_cron
+from duetime.record import Record
 from duetime.stores.base import NewTask
+from duetime.triggers.cron.expression import parse_cron
 from tests.helpers import eventually, running
 
 EVERY_SECOND = "* * * * * *"
@@ -168,10 +169,10 @@ async def test_ticks_missed_while_every_worker_was_down_follow_the_policy(
 async def _wait_since(app: duetime.App, name: str, task_type: str, tick: int) -> None:
     """Make the schedule wait for a tick long past, as if every worker had been down."""
     store = await app.open()
-    _, stored = await app.schedules.locate(name)
+    _, stored = await app.named_triggers.locate(name)
     assert stored is not None and stored.record is not None
-    record = decode_record(stored.record)
-    rewound = encode_record(dump_json(record.payload), occurrence_ms=tick, cron=record.cron)
+    record = Record.decode(stored.record)
+    rewound = dataclasses.replace(record, occurrence_ms=tick).encode()
     await store.schedule(task_type, [NewTask(name, tick, rewound)])
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import duetime
-from duetime.codec import from_ms
+from duetime.clock import from_ms
 from duetime.stores.base import NewTask
 from tests.helpers import eventually, running
 

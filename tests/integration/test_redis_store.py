@@ -10,19 +10,16 @@ import pytest
 import redis.asyncio as aredis
 
 import duetime
-from duetime.codec import encode_record
 from duetime.stores.base import NewTask, Outcome
+from duetime.stores.redis.connection import RedisConfig
 from duetime.stores.redis.keys import type_keys, wake_channel
-from duetime.stores.redis.store import (
-    MARKER_HORIZON_MS,
-    RedisConfig,
-    RedisStore,
-    _check_server,
-)
+from duetime.stores.redis.server import check_server
+from duetime.stores.redis.store import MARKER_HORIZON_MS, RedisStore
+from tests.helpers import eventually, record_text
 from tests.servers import RedisServer
 
 T0 = 1_900_000_000_000
-REC = encode_record("{}")
+REC = record_text("{}")
 
 
 @pytest.fixture
@@ -176,11 +173,11 @@ async def test_listen_reports_wake_ups_and_looks_again_after_a_reconnect(
 
 def test_an_evicting_or_old_server_is_refused() -> None:
     with pytest.raises(duetime.ConfigError, match="allkeys-lru"):
-        _check_server({"redis_version": "7.0.15", "maxmemory_policy": "allkeys-lru"}, False)
+        check_server({"redis_version": "7.0.15", "maxmemory_policy": "allkeys-lru"}, False)
     with pytest.raises(duetime.ConfigError, match="6.2 or newer"):
-        _check_server({"redis_version": "6.0.9", "maxmemory_policy": "noeviction"}, False)
+        check_server({"redis_version": "6.0.9", "maxmemory_policy": "noeviction"}, False)
     assert (
-        _check_server(
+        check_server(
             {"redis_version": "7.2.4", "maxmemory_policy": "volatile-lru", "aof_enabled": 1}, False
         )
         == []
@@ -229,7 +226,6 @@ async def test_an_unreachable_redis_is_store_unavailable(namespace: str) -> None
 
 
 async def _until(check: object, within: float = 3.0) -> None:
-    from tests.helpers import eventually
 
     await eventually(check, within=within)  # type: ignore[arg-type]
 
@@ -326,7 +322,7 @@ async def test_a_resent_submit_answers_as_the_first_send_did(
         ["ch", "mail", "0", "held", now + 3_600_000, REC],
     )
     keys = [k.due, k.data, k.dead, k.meta, call_key(k, "s2")]
-    args = ["ch", "mail", "1", "fresh", now, REC, "held", now, encode_record('{"x":1}')]
+    args = ["ch", "mail", "1", "fresh", now, REC, "held", now, record_text('{"x":1}')]
     assert await store._run("schedule", keys, args) == [1, "held"]
     (c,) = (
         await store.claim(

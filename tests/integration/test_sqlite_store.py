@@ -15,18 +15,18 @@ from pathlib import Path
 import pytest
 
 import duetime
-from duetime.codec import encode_record
 from duetime.stores.base import NewTask, Outcome
 from duetime.stores.sqlite import schema
 from duetime.stores.sqlite.config import DEFAULT_BUSY_TIMEOUT_MS, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database
 from duetime.stores.sqlite.ops import SCHEDULE_ROWS
 from duetime.stores.sqlite.store import SqliteStore
+from tests.helpers import record_text
 
 ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_900_000_000_000  # in 2030: a manual clock, never this machine's
 PAST = 1_000_000_000_000  # in 2001: due by this machine's clock
-REC = encode_record("{}")
+REC = record_text("{}")
 
 
 def url_of(path: Path, query: str = "") -> str:
@@ -379,7 +379,7 @@ async def test_a_write_waits_for_a_lock_held_briefly(tmp_path: Path) -> None:
 async def test_a_batch_written_many_rows_a_statement_keeps_every_task(
     store: SqliteStore, n: int
 ) -> None:
-    tasks = [NewTask(f"t{i}", T0 + i, encode_record(f'{{"i":{i}}}')) for i in range(n)]
+    tasks = [NewTask(f"t{i}", T0 + i, record_text(f'{{"i":{i}}}')) for i in range(n)]
     tasks.append(NewTask("t0", T0 - 1, REC))  # a repeated id: the last one wins
 
     await store.schedule("mail", tasks)

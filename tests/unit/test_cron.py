@@ -7,15 +7,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from duetime.cron import (
-    MAX_CATCHUP,
-    CronSpec,
-    after_run,
-    next_for_allow,
-    parse_cron,
-    plan_claim,
-)
 from duetime.errors import ValidationError
+from duetime.triggers.cron.expression import parse_cron
+from duetime.triggers.cron.policy import MAX_CATCHUP, after_run, next_for_allow, plan_claim
+from duetime.triggers.cron.trigger import CronTrigger
 
 MADRID, NEW_YORK, UTC = ZoneInfo("Europe/Madrid"), ZoneInfo("America/New_York"), ZoneInfo("UTC")
 
@@ -160,11 +155,11 @@ def test_the_shortest_period_is_found() -> None:
 
 
 def test_a_spec_round_trips_through_its_stored_form() -> None:
-    spec = CronSpec(
+    spec = CronTrigger(
         parse_cron("0 0 1 * *", "Europe/Madrid"), "all", "allow", 30_000, 3_600_000, True, 4, 2
     )
-    assert CronSpec.from_json(spec.to_json()) == spec
-    assert CronSpec.from_json({"x": "@daily", "z": "UTC"}).to_json() == {
+    assert CronTrigger.from_json(spec.to_json()) == spec
+    assert CronTrigger.from_json({"x": "@daily", "z": "UTC"}).to_json() == {
         "x": "0 0 * * *",
         "z": "UTC",
     }
@@ -179,8 +174,8 @@ MIN = 60_000
 DAY = 86_400_000
 
 
-def spec(expr: object = DAILY, **options: object) -> CronSpec:
-    return CronSpec(expr, **options)  # type: ignore[arg-type]
+def spec(expr: object = DAILY, **options: object) -> CronTrigger:
+    return CronTrigger(expr, **options)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("policy", ["skip", "once", "all"])

@@ -1,4 +1,4 @@
-"""deep_merge: the source design's rule (objects merge, lists and scalars are replaced)."""
+"""deep_merge: the rule of periodic reschedules (objects merge, lists and scalars are replaced)."""
 
 from __future__ import annotations
 

@@ -6,17 +6,20 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from duetime import Backoff, Reschedule, TaskPolicy, ValidationError
-from duetime.codec import Record, decode_record, encode_record
-from duetime.outcome import (
-    apply_hook,
+from duetime import Abort, Backoff, Reschedule, Retry, TaskPolicy, ValidationError
+from duetime.record import Record
+from duetime.stores.base import Claim
+from duetime.triggers.base import Next
+from duetime.triggers.periodic import Periodic, apply_hook
+from duetime.worker.outcome import (
     attempt,
-    failure,
-    next_occurrence,
-    periodic_following,
+    given_up,
+    occurrence_id,
+    retries_left,
+    retry,
+    retry_due,
     success,
 )
-from duetime.stores.base import Claim
 
 DAY = 86_400_000
 
@@ -26,91 +29,94 @@ def claim(record: str, due: int = 1000, stalls: int = 0) -> Claim:
 
 
 def test_the_next_occurrence_keeps_the_phase() -> None:
-    record = Record({}, every_ms=DAY)
-    nxt = next_occurrence(record, occ_ms=10 * DAY, now_ms=10 * DAY + 5000)
-    assert nxt is not None and (nxt.due_ms, nxt.skipped) == (11 * DAY, 0)
+    due = Periodic(DAY).next_after(10 * DAY, now_ms=10 * DAY + 5000)
+    assert due is not None and (due.due_ms, due.skipped) == (11 * DAY, 0)
 
 
 def test_missed_occurrences_fold_into_the_latest_one() -> None:
-    record = Record({}, every_ms=DAY)
-    nxt = next_occurrence(record, occ_ms=10 * DAY, now_ms=13 * DAY + 5)
-    assert nxt is not None and (nxt.due_ms, nxt.skipped) == (13 * DAY, 2)
+    due = Periodic(DAY).next_after(10 * DAY, now_ms=13 * DAY + 5)
+    assert due is not None and (due.due_ms, due.skipped) == (13 * DAY, 2)
 
 
 def test_the_series_ends_after_until() -> None:
-    record = Record({}, every_ms=DAY, until_ms=12 * DAY)
-    assert next_occurrence(record, 11 * DAY, 11 * DAY) is not None
-    assert next_occurrence(record, 12 * DAY, 12 * DAY) is None
-    assert next_occurrence(Record({}), 0, 0) is None
+    series = Periodic(DAY, until_ms=12 * DAY)
+    assert series.next_after(11 * DAY, 11 * DAY) is not None
+    assert series.next_after(12 * DAY, 12 * DAY) is None
 
 
 def test_the_hook_can_go_on_stop_merge_and_move() -> None:
     payload = {"a": {"x": 1}, "l": [1]}
-    assert apply_hook(True, payload, 5, 1000) == ('{"a":{"x":1},"l":[1]}', 5)
-    assert apply_hook(None, payload, 5, 1000) == ('{"a":{"x":1},"l":[1]}', 5)
-    assert apply_hook(False, payload, 5, 1000) is None
+    text = '{"a":{"x":1},"l":[1]}'
+    assert apply_hook(True, payload, text, 5, 1000) == (text, 5)
+    assert apply_hook(None, payload, text, 5, 1000) == (text, 5)
+    assert apply_hook(False, payload, text, 5, 1000) is None
     at = datetime(2030, 1, 1, tzinfo=UTC)
-    merged = apply_hook(Reschedule(payload={"a": {"y": 2}, "l": [2]}, at=at), payload, 5, 1000)
+    merged = apply_hook(
+        Reschedule(payload={"a": {"y": 2}, "l": [2]}, at=at), payload, text, 5, 1000
+    )
     assert merged == ('{"a":{"x":1,"y":2},"l":[2]}', int(at.timestamp() * 1000))
     with pytest.raises(ValidationError):
-        apply_hook({"payload": {}}, payload, 5, 1000)
+        apply_hook({"payload": {}}, payload, text, 5, 1000)
     with pytest.raises(ValidationError):
-        apply_hook(Reschedule(payload={"big": "x" * 100}), payload, 5, 50)
+        apply_hook(Reschedule(payload={"big": "x" * 100}), payload, text, 5, 50)
 
 
 def test_attempts_count_failures_and_stalls() -> None:
-    assert attempt(claim(encode_record("{}")), decode_record(encode_record("{}"))) == 1
-    rec = encode_record("{}", failures=2)
-    assert attempt(claim(rec, stalls=1), decode_record(rec)) == 4
+    assert attempt(claim('{"p":{}}'), Record("{}")) == 1
+    assert attempt(claim('{"p":{}}', stalls=1), Record("{}", failures=2)) == 4
 
 
 def test_a_failure_is_retried_with_backoff_keeping_its_occurrence() -> None:
     policy = TaskPolicy(retries=2, backoff=Backoff(base=timedelta(seconds=1), jitter=0))
-    rec = encode_record('{"k":1}', every_ms=DAY)
-    out = failure(claim(rec, due=500), decode_record(rec), policy, 10_000, "boom")
+    record = Record('{"k":1}', Periodic(DAY))
+    assert retries_left(RuntimeError(), policy, 1)
+    out = retry(claim(record.encode(), due=500), record, 500, record.trigger, 1, 11_000, "boom")
     assert (out.op, out.due_ms, out.error) == ("retry", 11_000, "boom")
-    again = decode_record(out.record)
-    assert (again.occurrence_ms, again.failures, again.every_ms) == (500, 1, DAY)
-    second = failure(claim(out.record, due=11_000), again, policy, 20_000, "boom")
-    assert second.op == "retry" and second.due_ms == 22_000  # 2 s: the back-off doubled
+    again = Record.decode(out.record)
+    assert (again.occurrence_ms, again.failures, again.trigger) == (500, 1, Periodic(DAY))
+    assert retry_due(RuntimeError(), policy, 1, 10_000) == 11_000
+    assert retry_due(RuntimeError(), policy, 2, 20_000) == 22_000  # the back-off doubled
+    assert not retries_left(RuntimeError(), policy, 3)
+
+
+def test_a_retry_may_name_its_own_time() -> None:
+    policy = TaskPolicy(retries=2)
+    at = datetime(2030, 1, 1, tzinfo=UTC)
+    assert retry_due(Retry(after=timedelta(seconds=3)), policy, 1, 10_000) == 13_000
+    assert retry_due(Retry(after=at), policy, 1, 10_000) == int(at.timestamp() * 1000)
+    with pytest.raises(ValidationError):
+        retry_due(Retry(after=datetime(2030, 1, 1)), policy, 1, 10_000)
 
 
 def test_a_one_off_task_out_of_retries_goes_to_the_dead_letters() -> None:
-    policy = TaskPolicy(retries=1)
-    rec = encode_record('{"k":1}', occurrence_ms=500, failures=1)
-    out = failure(claim(rec), decode_record(rec), policy, 10_000, "boom")
+    record = Record('{"k":1}', occurrence_ms=500, failures=1)
+    out = given_up(claim(record.encode()), record, 500, 2, "boom", series=False)
     assert (out.op, out.error) == ("dead", "boom")
-    assert decode_record(out.record).failures == 2
+    assert Record.decode(out.record) == Record('{"k":1}', occurrence_ms=500, failures=2)
 
 
 def test_a_periodic_task_out_of_retries_files_the_occurrence_and_goes_on() -> None:
-    policy = TaskPolicy(retries=0)
-    rec = encode_record('{"k":1}', every_ms=DAY)
-    out = failure(
-        claim(rec, due=DAY),
-        decode_record(rec),
-        policy,
-        DAY + 5,
-        "boom",
-        following=periodic_following(decode_record(rec), '{"k":1}', 2 * DAY),
+    record = Record('{"k":1}', Periodic(DAY))
+    following = Next(2 * DAY, '{"k":1}', Periodic(DAY))
+    out = given_up(
+        claim(record.encode(), due=DAY), record, DAY, 1, "boom", series=True, following=following
     )
     assert (out.op, out.due_ms, out.dead_id, out.error) == ("next", 2 * DAY, f"t@{DAY}", "boom")
-    filed = decode_record(out.dead_record)
-    assert (filed.every_ms, filed.occurrence_ms, filed.failures) == (None, DAY, 1)
+    filed = Record.decode(out.dead_record)
+    assert (filed.trigger, filed.occurrence_ms, filed.failures) == (None, DAY, 1)
 
 
 def test_abort_skips_the_remaining_retries() -> None:
-    rec = encode_record("{}")
-    out = failure(claim(rec), decode_record(rec), TaskPolicy(retries=5), 0, "no", give_up=True)
-    assert out.op == "dead"
+    assert not retries_left(Abort("no"), TaskPolicy(retries=5), 1)
 
 
 def test_success_of_a_one_off_and_of_a_periodic_task() -> None:
-    rec = encode_record("{}", every_ms=DAY, until_ms=9 * DAY)
-    assert success(claim(rec), None).op == "done"
-    out = success(claim(rec), periodic_following(decode_record(rec), '{"n":2}', 2 * DAY))
+    series = Periodic(DAY, until_ms=9 * DAY)
+    record = Record("{}", series)
+    assert success(claim(record.encode()), None).op == "done"
+    out = success(claim(record.encode()), Next(2 * DAY, '{"n":2}', series))
     assert (out.op, out.due_ms) == ("next", 2 * DAY)
-    assert decode_record(out.record) == Record({"n": 2}, DAY, 9 * DAY)
+    assert Record.decode(out.record) == Record('{"n":2}', series)
 
 
 def test_backoff_grows_is_capped_and_jittered() -> None:
@@ -122,8 +128,6 @@ def test_backoff_grows_is_capped_and_jittered() -> None:
 
 
 def test_an_occurrence_id_is_the_task_id_and_its_due_time_once() -> None:
-    from duetime.outcome import occurrence_id
-
     assert occurrence_id("weekly", 1000) == "weekly@1000"
     assert occurrence_id("weekly@1000", 1000) == "weekly@1000"  # a filed occurrence, retried
     assert occurrence_id("a@b.c", 5) == "a@b.c@5"

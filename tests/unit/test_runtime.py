@@ -7,7 +7,7 @@ import sys
 
 SCRIPT = """
 import gc
-from duetime.runtime import tune_gc
+from duetime.worker.runtime import tune_gc
 
 gc.set_threshold(50_000, 10, 10)    # a process that asked for more keeps it
 tune_gc()

@@ -1,0 +1,54 @@
+"""The stores behind the Store protocol, and which one a URL names."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from duetime.errors import ConfigError
+
+if TYPE_CHECKING:
+    from duetime.stores.base import Store
+
+#: The environment variable App() reads when it is given no URL.
+URL_ENV = "DUETIME_URL"
+#: The embedded default: a SQLite file in the working directory.
+DEFAULT_URL = "sqlite:///duetime.db"
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+def resolve_url(url: str | None) -> str:
+    """``url``, else ``$DUETIME_URL``, else the SQLite default."""
+    if url is None:
+        url = os.environ.get(URL_ENV) or DEFAULT_URL
+    if not isinstance(url, str) or not url.strip():
+        raise ConfigError("the store URL must be a non-empty string")
+    return url.strip()
+
+
+def open_store(url: str, *, namespace: str, allow_eviction: bool = False) -> Store:
+    """A store object for ``url`` (not yet opened), picked by the URL's scheme."""
+    scheme = urlsplit(url).scheme.lower()
+    if scheme in REDIS_SCHEMES:
+        from duetime.stores.redis.connection import RedisConfig
+        from duetime.stores.redis.store import RedisStore
+
+        return RedisStore(RedisConfig(url=url, namespace=namespace, allow_eviction=allow_eviction))
+    if scheme == "sqlite":
+        from duetime.stores.sqlite.store import SqliteStore, parse_sqlite_url
+
+        return SqliteStore(parse_sqlite_url(url, namespace=namespace))
+    raise ConfigError(
+        f"unknown store URL scheme {scheme or '(none)'!r} in {redact(url)!r}: use redis://, "
+        "rediss://, unix:// or sqlite:///path"
+    )
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced by ***, for logs and errors."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return parts._replace(netloc=netloc).geturl()

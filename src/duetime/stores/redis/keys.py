@@ -28,6 +28,8 @@ Redis Cluster slot and one script may touch them all::
 
 from __future__ import annotations
 
+import itertools
+import os
 from dataclasses import dataclass
 
 PREFIX = "duetime"
@@ -71,3 +73,23 @@ def parse_lease(value: str) -> tuple[int, int]:
     """(token, due ms) of a lease value "<token>|<due ms>"."""
     token, due = value.split("|", 1)
     return int(token), int(due)
+
+
+def _new_call_ids() -> None:
+    """A new random prefix for this process's call ids (again in a forked child, which would
+    otherwise repeat its parent's ids)."""
+    global _call_prefix, _call_count
+    _call_prefix = os.urandom(8).hex()
+    _call_count = itertools.count()
+
+
+_call_prefix = ""
+_call_count = itertools.count()
+_new_call_ids()
+os.register_at_fork(after_in_child=_new_call_ids)
+
+
+def call_id() -> str:
+    """A call id unique across processes: the process's random prefix and a counter (a
+    system call for random bytes on every call would cost a few microseconds of it)."""
+    return f"{_call_prefix}{next(_call_count):x}"

@@ -2,7 +2,7 @@
 
 Each script opens with a header giving its KEYS, ARGV, reply and error codes. Scripts
 report refusals as a reply ``[code, detail]`` with a negative code, before writing
-anything; :func:`check_reply` turns those into :class:`~duetime.errors.ScriptError`.
+anything; :func:`check_reply` turns those into :class:`~duetime.errors.StoreRefused`.
 
 Scripts are sent on the hot paths (schedule, claim, settle), so :class:`ScriptRunner` sends
 them with the command packed by hiredis, in C: redis-py packs arguments in Python, which on
@@ -27,7 +27,7 @@ from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
 
 from duetime.backoff import backoff_delay
-from duetime.errors import ScriptError, StoreError
+from duetime.errors import StoreError, StoreRefused
 
 _hiredis_pack: Callable[..., Any] | None
 try:
@@ -68,15 +68,15 @@ SCRIPTS = {name: _load(name) for name in NAMES}
 
 
 def check_reply(reply: Any) -> Any:
-    """Return ``reply``, or raise ScriptError if it is a refusal ``[negative code, detail]``."""
+    """Return ``reply``, or raise StoreRefused if it is a refusal ``[negative code, detail]``."""
     if isinstance(reply, list) and reply and isinstance(reply[0], int) and reply[0] < 0:
         code = reply[0]
         detail = str(reply[1]) if len(reply) > 1 else ""
         if code == -1:
-            raise ScriptError(code, CODES[code], detail)
+            raise StoreRefused(CODES[code], key=detail, code=code)
         if code == -3:
             raise StoreError(f"Redis refused the write: {detail}")
-        raise ScriptError(code, f"{CODES.get(code, 'unknown refusal')}: {detail}")
+        raise StoreRefused(f"{CODES.get(code, 'unknown refusal')}: {detail}", code=code)
     return reply
 
 

@@ -3,23 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import itertools
+import functools
 import logging
-import os
 import time
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
-from redis import exceptions as rexc
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
 
-from duetime.backoff import backoff_delay
 from duetime.clock import StoreClock
-from duetime.errors import ConfigError, StoreError, StoreUnavailable
+from duetime.errors import StoreError
 from duetime.stores.base import (
     STATES,
     Claim,
@@ -30,21 +23,27 @@ from duetime.stores.base import (
     StoredTask,
     WakeCallback,
 )
-from duetime.stores.redis import scripts
+from duetime.stores.redis import scripts, wake
+from duetime.stores.redis.connection import (
+    DRIVER_ERRORS,
+    RedisConfig,
+    connect,
+    errors,
+    store_error,
+)
 from duetime.stores.redis.keys import (
     TypeKeys,
+    call_id,
     call_key,
     cron_index,
     parse_lease,
     type_keys,
     wake_channel,
 )
+from duetime.stores.redis.server import check_server, eviction_message, evicts
 
 log = logging.getLogger(__name__)
 
-#: Oldest server with everything duetime relies on (ZRANGE BYSCORE forms, GETDEL, Lua
-#: effect replication by default).
-MIN_VERSION = (6, 2)
 #: Most tasks written by one script call. Lua's unpack() has a limit of about 8,000
 #: values, and a short script keeps the server responsive for other clients.
 SCHEDULE_CHUNK = 1000
@@ -60,39 +59,6 @@ SCHEDULE_WINDOW = 3
 MARKER_HORIZON_MS = 10 * 60_000
 #: Most outcomes settled by one script call, for the same reasons.
 SETTLE_CHUNK = 500
-#: Wake-up listener: how long one read waits, and the back-off cap after a lost connection.
-LISTEN_POLL_SECONDS = 1.0
-LISTEN_BACKOFF_FIRST = 0.05
-LISTEN_BACKOFF_CAP = 5.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RedisConfig:
-    """How to reach Redis and which tasks are ours.
-
-    Attributes:
-        url: a ``redis://``, ``rediss://`` or ``unix://`` URL (redis-py's forms).
-        namespace: keeps several apps apart on one server.
-        allow_eviction: start even though the server evicts keys under memory pressure
-            (``allkeys-*`` policies), which loses tasks without an error. Off by default.
-    """
-
-    url: str
-    namespace: str = "default"
-    allow_eviction: bool = False
-
-
-@contextlib.asynccontextmanager
-async def _errors(what: str) -> AsyncIterator[None]:
-    """Turn redis-py's exceptions into duetime's, and bound how long a read may take (the
-    client has no socket timeout of its own: see scripts.CALL_TIMEOUT_SECONDS)."""
-    try:
-        async with asyncio.timeout(scripts.CALL_TIMEOUT_SECONDS):
-            yield
-    except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-        raise StoreUnavailable(f"Redis unavailable during {what}: {exc}") from exc
-    except rexc.RedisError as exc:
-        raise StoreError(f"Redis error during {what}: {exc}") from exc
 
 
 def _ms(value: str | float | int) -> int:
@@ -100,7 +66,7 @@ def _ms(value: str | float | int) -> int:
 
 
 class RedisStore:
-    """A :class:`~duetime.stores.base.Store` on one Redis server (or a Sentinel-managed one)."""
+    """A :class:`~duetime.stores.base.Store` on one Redis server."""
 
     def __init__(self, config: RedisConfig) -> None:
         self.config = config
@@ -126,31 +92,17 @@ class RedisStore:
             keys = self._keys[task_type] = type_keys(self.config.namespace, task_type)
         return keys
 
-    def _connect(
-        self, *, retries: int = 8, socket_timeout: float | None = None, **options: Any
-    ) -> Redis:
-        # from_url gives connections no retries: reads would fail on the first dropped
-        # idle connection. Reads are safe to repeat; scripts have their own runner.
-        retry = Retry(ExponentialWithJitterBackoff(base=0.02, cap=1.0), retries)
-        try:
-            return Redis.from_url(
-                self.config.url,
-                decode_responses=True,
-                retry=retry,
-                socket_timeout=socket_timeout,
-                **options,
-            )
-        except ValueError as exc:
-            raise ConfigError(f"bad Redis URL: {exc}") from None
+    def _connect(self, **options: Any) -> Redis:
+        return connect(self.config.url, **options)
 
     async def open(self) -> None:
         if self._client is not None:
             return
         client = self._connect()
         try:
-            async with _errors("connect"):
+            async with errors("connect"):
                 info = await client.info()
-            self._warnings = _check_server(info, self.config.allow_eviction)
+            self._warnings = check_server(info, self.config.allow_eviction)
         except BaseException:
             await client.aclose()
             raise
@@ -170,16 +122,16 @@ class RedisStore:
     async def check_settings(self) -> list[str]:
         """An evicting maxmemory-policy set since the store was opened (unless
         ``allow_eviction``): the worker looks every minute, and logs what it finds."""
-        async with _errors("check settings"):
+        async with errors("check settings"):
             info = await self.client.info("memory")
         policy = str(info.get("maxmemory_policy", "noeviction"))
-        if _evicts(policy) and not self.config.allow_eviction:
-            return [_eviction_message(policy) + ": tasks written from now on may be lost."]
+        if evicts(policy) and not self.config.allow_eviction:
+            return [eviction_message(policy) + ": tasks written from now on may be lost."]
         return []
 
     async def time_ms(self) -> float:
         before = time.monotonic()
-        async with _errors("TIME"):
+        async with errors("TIME"):
             seconds, micros = await self.client.time()
         server_ms = seconds * 1000 + micros / 1000
         self._server_clock.anchor(server_ms, (before + time.monotonic()) / 2)
@@ -191,7 +143,7 @@ class RedisStore:
         keys = [k.due, k.data, k.dead, k.meta]
         clock = self._server_clock
         if not clock.synced or earliest_ms <= clock.now() + MARKER_HORIZON_MS:
-            keys.append(call_key(k, _call_id()))
+            keys.append(call_key(k, call_id()))
         return keys
 
     # -- writes -------------------------------------------------------------------------
@@ -202,10 +154,8 @@ class RedisStore:
             raise StoreError("the Redis store is not open")
         try:
             return await runner.run(name, keys, args)
-        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-            raise StoreUnavailable(f"Redis unavailable during {name}: {exc}") from exc
-        except rexc.RedisError as exc:
-            raise StoreError(f"Redis error during {name}: {exc}") from exc
+        except DRIVER_ERRORS as exc:
+            raise store_error(exc, name) from exc
 
     async def schedule(
         self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
@@ -264,7 +214,7 @@ class RedisStore:
         lookahead_ms: int = 0,
     ) -> ClaimBatch:
         k = self.keys(task_type)
-        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, _call_id())]
+        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, call_id())]
         mode = "1" if at_most_once else "0"
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
         reply = await self._run("claim_due", keys, args)
@@ -331,7 +281,7 @@ class RedisStore:
     ) -> list[StoredTask]:
         k = self.keys(task_type)
         index = {"due": k.due, "running": k.running, "dead": k.dead}[state]
-        async with _errors("list"):
+        async with errors("list"):
             rows: list[tuple[str, float]] = await self.client.zrange(  # type: ignore[assignment]
                 index, offset, offset + limit - 1, withscores=True
             )
@@ -356,7 +306,7 @@ class RedisStore:
 
     async def count(self, task_type: str) -> dict[State, int]:
         k = self.keys(task_type)
-        async with _errors("count"), self.client.pipeline(transaction=False) as pipe:
+        async with errors("count"), self.client.pipeline(transaction=False) as pipe:
             for index in (k.due, k.running, k.dead):
                 pipe.zcard(index)
             counts = await pipe.execute()
@@ -366,67 +316,27 @@ class RedisStore:
 
     async def add_schedule_name(self, name: str, task_type: str) -> str:
         index = cron_index(self.config.namespace)
-        async with _errors("add_schedule_name"):
+        async with errors("add_schedule_name"):
             await self.client.hsetnx(index, name, task_type)
             owner = await self.client.hget(index, name)
         return str(owner) if owner else task_type
 
     async def remove_schedule_name(self, name: str) -> None:
-        async with _errors("remove_schedule_name"):
+        async with errors("remove_schedule_name"):
             await self.client.hdel(cron_index(self.config.namespace), name)
 
     async def schedule_names(self) -> dict[str, str]:
-        async with _errors("schedule_names"):
+        async with errors("schedule_names"):
             names = await self.client.hgetall(cron_index(self.config.namespace))
         return {str(name): str(owner) for name, owner in names.items()}
 
     # -- wake-ups -----------------------------------------------------------------------
 
     async def listen(self, on_wake: WakeCallback) -> None:
-        failures = 0
-        while True:
-            # A connection of its own: a subscribed connection can carry nothing else.
-            # No silent retries: a reconnect must be seen, to look again for what was missed.
-            client = self._connect(retries=0, health_check_interval=10)
-            pubsub = client.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(self._channel)
-                # Anything published while we were not subscribed is lost: look again.
-                on_wake("*", 0)
-                failures = 0
-                while True:
-                    message = await pubsub.get_message(timeout=LISTEN_POLL_SECONDS)
-                    if message is not None:
-                        _dispatch(message.get("data"), on_wake)
-            except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-                log.warning("wake-up channel lost (%s); reconnecting", exc)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
-                with contextlib.suppress(Exception):
-                    await client.aclose()
-            failures += 1
-            await asyncio.sleep(backoff_delay(failures, LISTEN_BACKOFF_FIRST, LISTEN_BACKOFF_CAP))
-
-
-def _new_call_ids() -> None:
-    """A new random prefix for this process's call ids (again in a forked child, which would
-    otherwise repeat its parent's ids)."""
-    global _call_prefix, _call_count
-    _call_prefix = os.urandom(8).hex()
-    _call_count = itertools.count()
-
-
-_call_prefix = ""
-_call_count = itertools.count()
-_new_call_ids()
-os.register_at_fork(after_in_child=_new_call_ids)
-
-
-def _call_id() -> str:
-    """A call id unique across processes: the process's random prefix and a counter (a
-    system call for random bytes on every call would cost a few microseconds of it)."""
-    return f"{_call_prefix}{next(_call_count):x}"
+        # A connection of its own: a subscribed connection can carry nothing else. No
+        # silent retries: a reconnect must be seen, to look again for what was missed.
+        connect = functools.partial(self._connect, retries=0, health_check_interval=10)
+        await wake.listen(connect, self._channel, on_wake)
 
 
 def _settle_args(o: Outcome) -> tuple[Any, ...]:
@@ -459,49 +369,3 @@ def _stored(
     error: str | None,
 ) -> StoredTask:
     return StoredTask(task_id, state, _ms(score), due_ms, record, int(stalls or 0), error)
-
-
-def _dispatch(data: object, on_wake: WakeCallback) -> None:
-    if not isinstance(data, str):
-        return
-    task_type, _, due = data.partition(" ")
-    try:
-        on_wake(task_type, _ms(due))
-    except ValueError:
-        log.debug("ignored a malformed wake-up message %r", data)
-
-
-def _evicts(policy: str) -> bool:
-    """Whether a maxmemory-policy may delete task keys (which have no TTL)."""
-    return policy.startswith("allkeys")
-
-
-def _eviction_message(policy: str) -> str:
-    return (
-        f"Redis maxmemory-policy is {policy}: under memory pressure it deletes task keys "
-        "without an error, losing tasks. Set it to noeviction "
-        "(CONFIG SET maxmemory-policy noeviction, and in redis.conf)"
-    )
-
-
-def _check_server(info: dict[str, Any], allow_eviction: bool) -> list[str]:
-    """Refuse a server that is too old or evicts keys; return warnings about durability."""
-    version = str(info.get("redis_version", "0"))
-    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
-    if parts < MIN_VERSION:
-        raise ConfigError(f"Redis {version} is too old: duetime needs 6.2 or newer")
-    policy = str(info.get("maxmemory_policy", "noeviction"))
-    if _evicts(policy):
-        message = _eviction_message(policy)
-        if not allow_eviction:
-            raise ConfigError(message + ", or pass allow_eviction=True to accept the loss.")
-        log.warning("%s; started anyway because allow_eviction=True", message)
-    warnings = []
-    if not int(info.get("aof_enabled", 0)):
-        warnings.append(
-            "Redis has no append-only file: a Redis crash or restart loses every task "
-            "written since the last RDB snapshot, or all of them without one. Use "
-            "appendonly yes with appendfsync always (nothing lost) or everysec (about a "
-            "second lost on power failure)."
-        )
-    return warnings

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
-from duetime.errors import ScriptError
+from duetime.errors import StoreRefused
 from duetime.stores.base import STATES, Claim, NewTask, State, StoredTask
 from duetime.stores.sqlite.queries import Q, repeat_row
 
@@ -137,7 +137,7 @@ def revive(
     wake-ups).
 
     Raises:
-        ScriptError: the dead letter has no record to run (nothing is written).
+        StoreRefused: the dead letter has no record to run (nothing is written).
     """
     qid = queues.find(conn, task_type)
     if qid is None:
@@ -146,7 +146,7 @@ def revive(
     if conn.execute(Q.revive, (due_ms, record, qid, task_id)).rowcount:
         return True, wake_if_earlier(conn, qid, task_type, due_ms, head)
     if conn.execute(Q.is_dead, (qid, task_id)).fetchone() is not None:
-        raise ScriptError(-2, "bad arguments: the dead task has no record to run")
+        raise StoreRefused("bad arguments: the dead task has no record to run")
     return False, []
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from duetime.errors import ScriptError, StoreError
+from duetime.errors import StoreError, StoreRefused
 from duetime.stores.base import (
     Claim,
     ClaimBatch,
@@ -166,7 +166,7 @@ class SqliteStore:
         unique = list({task.id: task for task in tasks}.values()) if len(tasks) > 1 else tasks
         for n, task in enumerate(unique):
             if not task.id or not task.record:
-                raise ScriptError(-2, f"bad arguments: task {n} has an empty id or record")
+                raise StoreRefused(f"bad arguments: task {n} has an empty id or record")
         wakes, taken = await self._write(
             "schedule", ops.schedule, self._queues, task_type, unique, only_new
         )
@@ -184,7 +184,7 @@ class SqliteStore:
         given, its stalls and error cleared; False if it was not dead.
 
         Raises:
-            ScriptError: the dead letter has no record to run.
+            StoreRefused: the dead letter has no record to run.
         """
         revived, wakes = await self._write(
             "revive", ops.revive, self._queues, task_type, task_id, due_ms, record or None
@@ -207,10 +207,10 @@ class SqliteStore:
         lookahead_ms``, in one transaction.
 
         Raises:
-            ScriptError: a negative limit or look-ahead, or a lease that is not positive.
+            StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
         """
         if limit < 0 or lease_ms <= 0 or lookahead_ms < 0:
-            raise ScriptError(-2, "bad arguments: limit and look-ahead must be >= 0 and lease > 0")
+            raise StoreRefused("bad arguments: limit and look-ahead must be >= 0 and lease > 0")
         return await self._write(
             "claim",
             leases.claim,
@@ -230,7 +230,7 @@ class SqliteStore:
             return []
         for o in outcomes:
             if o.op in ("next", "retry", "release") and o.due_ms is None:
-                raise ScriptError(-2, f"bad arguments: {o.op} needs a due time")
+                raise StoreRefused(f"bad arguments: {o.op} needs a due time")
         kept, wakes = await self._write(
             "settle", leases.settle, self._queues, task_type, outcomes, int(now_ms)
         )

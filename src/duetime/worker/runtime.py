@@ -9,7 +9,7 @@ import logging
 import signal
 from collections.abc import Callable
 
-from duetime.worker import Worker
+from duetime.worker.worker import Worker
 
 log = logging.getLogger(__name__)
 

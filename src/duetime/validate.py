@@ -1,14 +1,6 @@
-"""Validation of what comes in at the door, and the JSON form of a stored task record.
+"""Checks at the door: names, ids, times, durations and payloads, each error naming its field.
 
-A task's record is a compact JSON object, readable in the store::
-
-    {"p": <payload>, "e": <every ms>, "u": <until ms>, "o": <occurrence due ms>,
-     "f": <failures>, "c": <cron schedule>}
-
-Only ``p`` is always there. ``o`` is the due time of the occurrence a retry belongs to, so
-that the occurrence id stays the same however often a retry moves the task; ``f`` counts
-the failed attempts of that occurrence so far. ``c`` makes the task a cron schedule (see
-:class:`duetime.cron.CronSpec`); ``o`` is then the tick it waits for.
+Nothing here touches a store; a value that passes is safe to write.
 """
 
 from __future__ import annotations
@@ -20,10 +12,11 @@ import re
 import secrets
 import string
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from datetime import datetime, timedelta
+from typing import Any
 
-from duetime.errors import PayloadError, SchemaError, ValidationError
+from duetime.clock import MS, epoch_ms
+from duetime.errors import PayloadError, ValidationError
 
 #: A task type or namespace: a letter, then letters, digits, ``_``, ``.`` or ``-``. Types
 #: go into key names, so braces, colons and spaces are out.
@@ -35,9 +28,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024
 #: Nesting deeper than this is refused: nobody needs it, and it guards the decoder.
 MAX_DEPTH = 32
+#: The length of the ids :meth:`App.submit` picks: 71 random bits in 12 letters and
+#: digits. Redis stores an id of up to 14 bytes in its smallest string allocation, so a
+#: generated id costs no more than the shortest caller id (docs/performance.md, W4).
+GENERATED_ID_LENGTH = 12
+_ID_ALPHABET = string.digits + string.ascii_letters
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _CONTAINERS = (dict, list, tuple)
 
@@ -56,8 +52,11 @@ def _make_fast_encode() -> Callable[[Any], str]:
 
 
 _fast_encode = _make_fast_encode()
-_decoder = json.JSONDecoder()
-_scan = _decoder.scan_once  # type: ignore[attr-defined]
+
+
+def dump_json(value: object) -> str:
+    """Compact JSON text, as duetime stores it, of a value already known to be valid."""
+    return _fast_encode(value)
 
 
 def check_name(field: str, value: object) -> str:
@@ -73,12 +72,17 @@ def check_name(field: str, value: object) -> str:
     return value
 
 
-_ID_ALPHABET = string.digits + string.ascii_letters
-#: The length of the ids :meth:`App.submit` picks: 71 random bits in 12 letters and digits.
-#: A task's id is stored twice in Redis (due set and records), each copy in a 16-byte
-#: allocation up to 14 bytes of id (measured); a longer id costs about 32 B more a task
-#: from 15 bytes and 64 B more from 29.
-GENERATED_ID_LENGTH = 12
+def check_id(value: object, field: str = "task_id") -> str:
+    """Return ``value`` if it is a valid task id."""
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, not {type(value).__name__}")
+    if not value:
+        raise ValidationError(field, "must not be empty")
+    if len(value.encode()) > MAX_ID_BYTES:
+        raise ValidationError(field, f"is longer than {MAX_ID_BYTES} bytes")
+    if _CONTROL.search(value):
+        raise ValidationError(field, "must not contain control characters")
+    return value
 
 
 def new_task_id() -> str:
@@ -91,16 +95,10 @@ def new_task_id() -> str:
     return "".join(letters)
 
 
-def check_id(value: object, field: str = "task_id") -> str:
-    """Return ``value`` if it is a valid task id."""
-    if not isinstance(value, str):
-        raise ValidationError(field, f"must be a string, not {type(value).__name__}")
-    if not value:
-        raise ValidationError(field, "must not be empty")
-    if len(value.encode()) > MAX_ID_BYTES:
-        raise ValidationError(field, f"is longer than {MAX_ID_BYTES} bytes")
-    if _CONTROL.search(value):
-        raise ValidationError(field, "must not contain control characters")
+def check_int(field: str, value: object, *, minimum: int = 1) -> int:
+    """Return ``value`` if it is an integer (not a bool) of at least ``minimum``."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValidationError(field, f"must be an integer of {minimum} or more")
     return value
 
 
@@ -118,26 +116,20 @@ def to_ms(field: str, value: object) -> int:
         raise ValidationError(
             field, "must be timezone-aware (a naive datetime has no single meaning)"
         )
-    return -((_EPOCH - value) // _MS)
+    return epoch_ms(value)
 
 
 @functools.lru_cache(maxsize=1024)
 def _aware_ms(value: datetime) -> int:
     if value.utcoffset() is None:
         raise ValueError("no offset")
-    return -((_EPOCH - value) // _MS)
-
-
-@functools.lru_cache(maxsize=1024)
-def from_ms(ms: int) -> datetime:
-    """The aware UTC datetime of epoch milliseconds (cached: tasks often share due times)."""
-    return _EPOCH + timedelta(milliseconds=ms)  # integer arithmetic: exact in any year
+    return epoch_ms(value)
 
 
 def duration_ms(field: str, value: object, *, allow_zero: bool = False) -> int:
     """Whole milliseconds of a timedelta (or a number of seconds), checked for sign."""
     if isinstance(value, timedelta):
-        ms = value // _MS
+        ms = value // MS
     elif isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         ms = round(value * 1000)
     else:
@@ -147,6 +139,13 @@ def duration_ms(field: str, value: object, *, allow_zero: bool = False) -> int:
     if ms < 0 or (ms == 0 and not allow_zero):
         raise ValidationError(field, "must be positive" + (" or zero" if allow_zero else ""))
     return ms
+
+
+def as_timedelta(field: str, value: timedelta | float | None) -> timedelta | None:
+    """``value`` as a timedelta (a number is seconds), checked like :func:`duration_ms`."""
+    if value is None or isinstance(value, timedelta):
+        return value
+    return timedelta(milliseconds=duration_ms(field, value))
 
 
 def _check_containers(
@@ -187,79 +186,3 @@ def encode_payload(payload: object, max_bytes: int) -> str:
             "payload", f"is {len(text.encode())} bytes of JSON, over the limit of {max_bytes}"
         )
     return text
-
-
-def dump_json(value: dict[str, Any]) -> str:
-    """Compact JSON text of a value already known to be valid."""
-    return _fast_encode(value)
-
-
-def encode_record(
-    payload_json: str,
-    every_ms: int | None = None,
-    until_ms: int | None = None,
-    occurrence_ms: int | None = None,
-    failures: int = 0,
-    cron: dict[str, Any] | None = None,
-) -> str:
-    """The stored record of a task, from its payload's JSON text."""
-    parts = ['{"p":', payload_json]
-    if every_ms is not None:
-        parts.append(f',"e":{every_ms}')
-    if until_ms is not None:
-        parts.append(f',"u":{until_ms}')
-    if occurrence_ms is not None:
-        parts.append(f',"o":{occurrence_ms}')
-    if failures:
-        parts.append(f',"f":{failures}')
-    if cron is not None:
-        parts.append(',"c":' + _fast_encode(cron))
-    parts.append("}")
-    return "".join(parts)
-
-
-class Record(NamedTuple):
-    """A stored task record, decoded."""
-
-    payload: dict[str, Any]
-    every_ms: int | None = None
-    until_ms: int | None = None
-    occurrence_ms: int | None = None
-    failures: int = 0
-    cron: dict[str, Any] | None = None
-
-
-def _opt_int(doc: dict[str, Any], key: str) -> int | None:
-    value = doc.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise SchemaError(f"field {key!r} of the record is not an integer")
-    return value
-
-
-def decode_record(text: str) -> Record:
-    """Parse a stored record. Raises SchemaError naming what is wrong with it."""
-    try:
-        # scan_once parses the object that starts the text; records are written without
-        # surrounding whitespace, so anything else means a record written by something else.
-        try:
-            doc, end = _scan(text, 0)
-        except StopIteration:
-            end = -1
-        if end != len(text):
-            doc = _decoder.decode(text)
-    except (ValueError, RecursionError) as exc:
-        raise SchemaError(f"record is not valid JSON: {exc}") from None
-    payload = doc.get("p") if type(doc) is dict else None
-    if type(payload) is not dict:
-        raise SchemaError("record is not an object with a payload object under 'p'")
-    if len(doc) == 1:  # the common case: a one-off task's first attempt
-        return Record(payload)
-    cron = doc.get("c")
-    if cron is not None and type(cron) is not dict:
-        raise SchemaError("field 'c' of the record is not an object")
-    failures = _opt_int(doc, "f") or 0
-    return Record(
-        payload, _opt_int(doc, "e"), _opt_int(doc, "u"), _opt_int(doc, "o"), failures, cron
-    )

@@ -1,0 +1,313 @@
+"""The Client: the store behind an app, and the calls on its tasks (schedule, read, cancel)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import Any, Self
+
+from duetime.clock import Clock, StoreClock, from_ms
+from duetime.errors import (
+    DuetimeError,
+    SchemaError,
+    StoreError,
+    TaskNotFound,
+    UnknownTaskType,
+    ValidationError,
+)
+from duetime.model import Pacing, Task, TaskInfo, TaskPolicy
+from duetime.record import Record, new_task, task_info
+from duetime.stores import open_store, resolve_url
+from duetime.stores.base import STATES, NewTask, State, Store
+from duetime.tasktype import TaskType
+from duetime.triggers.named import NamedTriggers
+from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_name, new_task_id, to_ms
+
+#: How many ids :meth:`Client.submit` draws before it gives up (one taken id in 2**71).
+SUBMIT_TRIES = 5
+
+
+class Client:
+    """An app's store and the calls on its tasks; :class:`~duetime.App` adds handlers,
+    cron schedules and workers. The arguments are :class:`~duetime.App`'s.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        namespace: str = "default",
+        clock: Clock | None = None,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
+        allow_eviction: bool = False,
+        store: Store | None = None,
+    ) -> None:
+        self.url = resolve_url(url)
+        self.namespace = check_name("namespace", namespace)
+        if not isinstance(max_payload_bytes, int) or max_payload_bytes < 2:
+            raise ValidationError("max_payload_bytes", "must be an integer of 2 or more")
+        self.max_payload_bytes = max_payload_bytes
+        self.allow_eviction = allow_eviction
+        self.types: dict[str, TaskType] = {}
+        #: Cron schedules by name: those the code declares, and those in the store.
+        self.named_triggers = NamedTriggers(self.open, self.now_ms)
+        self._given_clock = clock
+        self._given_store = store
+        self._store: Store | None = None
+        self._clock: Clock | None = clock
+        self._opening: asyncio.Lock | None = None
+
+    def declare(self, *names: str) -> None:
+        """Declare task types this process schedules but does not run.
+
+        A producer without the handlers' code declares the types it sends, so that a typo
+        in a type name still fails at ``schedule``. Declaring a registered type is a no-op.
+        """
+        for name in names:
+            check_name("task_type", name)
+            if name not in self.types:
+                self.types[name] = TaskType(
+                    name, None, TaskPolicy(), Pacing(), scheduler=self.schedule
+                )
+
+    def task_type(self, name: object) -> TaskType:
+        """The registered or declared task type ``name``: its handler, policy and pacing.
+
+        Raises:
+            UnknownTaskType: neither registered nor declared (or not a valid name).
+        """
+        task_type = self.types.get(name) if isinstance(name, str) else None
+        if task_type is None:
+            check_name("task_type", name)
+            raise UnknownTaskType(str(name), tuple(self.types))
+        return task_type
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def open(self) -> Store:
+        """Open the store (once) and sync the clock; returns the store."""
+        if self._store is not None:
+            return self._store
+        if self._opening is None:
+            self._opening = asyncio.Lock()
+        async with self._opening:
+            if self._store is None:
+                store = self._given_store or open_store(
+                    self.url, namespace=self.namespace, allow_eviction=self.allow_eviction
+                )
+                await store.open()
+                if self._given_clock is None:
+                    clock = StoreClock(store.time_ms)
+                    await clock.sync()
+                    self._clock = clock
+                self._store = store
+        return self._store
+
+    async def close(self) -> None:
+        """Close the store. The app can be opened again afterwards."""
+        store, self._store = self._store, None
+        self._opening = None
+        if store is not None:
+            await store.close()
+        self._clock = self._given_clock
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def clock(self) -> Clock:
+        """The clock "now" comes from: the store's, once the app is open."""
+        if self._clock is None:
+            raise DuetimeError("the app is not open yet: await app.open() first")
+        return self._clock
+
+    async def now_ms(self) -> int:
+        """The current time by the app's clock, in epoch milliseconds."""
+        await self.open()
+        clock = self.clock
+        if isinstance(clock, StoreClock) and clock.stale():
+            await clock.sync()
+        return clock.now_ms()
+
+    # -- producing ----------------------------------------------------------------------
+
+    async def schedule(
+        self,
+        task_type: str,
+        task_id: str,
+        *,
+        at: datetime | None = None,
+        delay: timedelta | float | None = None,
+        payload: dict[str, Any] | None = None,
+        every: timedelta | float | None = None,
+        until: datetime | None = None,
+    ) -> datetime:
+        """Schedule a task; if ``(task_type, task_id)`` exists, move it and replace its payload.
+
+        Args:
+            task_type: a registered or declared task type.
+            task_id: unique within its type: scheduling the same id again is idempotent.
+            at: an aware datetime; or ``delay`` from now (by the store's clock). Neither
+                means now.
+            payload: a JSON object (dict), at most ``max_payload_bytes`` as JSON.
+            every: make it periodic: each occurrence is due ``every`` after the previous
+                one's due time.
+            until: the last time an occurrence may be due.
+
+        Returns:
+            When the task is due, as an aware UTC datetime.
+
+        Raises:
+            ValidationError: a field is wrong (the error names it); nothing is written.
+            UnknownTaskType: the type is neither registered nor declared.
+            StoreUnavailable: the store cannot be reached; the task may or may not have been
+                written, and scheduling again is safe.
+        """
+        spec = Task(task_type, task_id, at, delay, payload, every, until)  # type: ignore[arg-type]
+        store, new = await self._prepare(spec)
+        await store.schedule(task_type, (new,))
+        return from_ms(new.due_ms)
+
+    async def submit(
+        self,
+        task_type: str,
+        *,
+        at: datetime | None = None,
+        delay: timedelta | float | None = None,
+        payload: dict[str, Any] | None = None,
+        every: timedelta | float | None = None,
+        until: datetime | None = None,
+    ) -> str:
+        """Schedule a new task under an id duetime picks, and return that id.
+
+        For tasks that need no name of their own (send this mail in an hour). The options
+        are :meth:`schedule`'s. The id is 12 letters and digits, 71 random bits, and never
+        one in use in the type: should it be taken, another is drawn. A short id costs
+        less store memory than a long one.
+
+        Raises:
+            ValidationError, UnknownTaskType: as :meth:`schedule`; nothing is written.
+            StoreUnavailable: the store cannot be reached; the task may or may not have been
+                written (submitting again may then make a second task: use
+                :meth:`schedule` with an id of your own where that matters).
+        """
+        spec = Task(task_type, new_task_id(), at, delay, payload, every, until)  # type: ignore[arg-type]
+        store, new = await self._prepare(spec)
+        for draw in range(SUBMIT_TRIES):
+            if draw:  # the id is taken: the same task under another
+                new = new._replace(id=new_task_id())
+            if not await store.schedule(task_type, (new,), only_new=True):
+                return new.id
+        raise StoreError(f"no free id for a new {task_type} task in {SUBMIT_TRIES} draws")
+
+    async def _prepare(self, spec: Task) -> tuple[Store, NewTask]:
+        """Check one task (before any connection when it has ``at``) and open the store."""
+        self.task_type(spec.task_type)
+        if spec.at is not None:  # refused at the door, before any connection is made
+            new = new_task(spec, None, self.max_payload_bytes)
+            return await self.open(), new
+        store = await self.open()
+        return store, new_task(spec, self.clock.now_ms(), self.max_payload_bytes)
+
+    async def schedule_many(self, tasks: Iterable[Task]) -> int:
+        """Schedule many tasks in as few round trips as possible (one per type and 1,000).
+
+        Every task is checked before any is written. Returns how many were scheduled.
+        """
+        specs = list(tasks)
+        for n, spec in enumerate(specs):  # refused at the door, before any connection
+            if not isinstance(spec, Task):
+                raise ValidationError(f"tasks[{n}]", "must be a duetime.Task")
+            if spec.task_type not in self.types:
+                check_name(f"tasks[{n}].task_type", spec.task_type)
+                raise UnknownTaskType(spec.task_type, tuple(self.types), f"tasks[{n}].task_type")
+        store = await self.open()
+        now = self.clock.now_ms()
+        by_type: dict[str, list[NewTask]] = {}
+        for n, spec in enumerate(specs):
+            try:
+                new = new_task(spec, now, self.max_payload_bytes)
+            except ValidationError as exc:
+                raise type(exc)(f"tasks[{n}].{exc.field}", exc.problem) from None
+            by_type.setdefault(spec.task_type, []).append(new)
+        for name, batch in by_type.items():
+            await store.schedule(name, batch)
+        return len(specs)
+
+    async def cancel(self, task_type: str, task_id: str) -> bool:
+        """Cancel a task, due, dead or running. Returns whether it existed.
+
+        A running handler is not interrupted, but its task will not be retried or
+        rescheduled.
+        """
+        self.task_type(task_type)
+        check_id(task_id)
+        return await (await self.open()).cancel(task_type, task_id)
+
+    async def retry(self, task_type: str, task_id: str, *, at: datetime | None = None) -> datetime:
+        """Run a dead task again, at ``at`` or now, with its attempts counted afresh.
+
+        Raises:
+            TaskNotFound: there is no dead task with this id.
+        """
+        self.task_type(task_type)
+        check_id(task_id)
+        store = await self.open()
+        due = to_ms("at", at) if at is not None else self.clock.now_ms()
+        stored = await store.get(task_type, task_id)
+        if stored is None or stored.state != "dead":
+            raise TaskNotFound(task_type, task_id, "dead")
+        record = None
+        if stored.record is not None:
+            try:
+                record = Record.decode(stored.record).revived().encode()
+            except SchemaError:
+                pass  # kept as it is: the worker will file it as corrupt again, with the reason
+        if not await store.revive(task_type, task_id, due, record):
+            raise TaskNotFound(task_type, task_id, "dead")
+        return from_ms(due)
+
+    # -- reading ------------------------------------------------------------------------
+
+    async def get(self, task_type: str, task_id: str) -> TaskInfo | None:
+        """The task with this id, or None."""
+        self.task_type(task_type)
+        check_id(task_id)
+        stored = await (await self.open()).get(task_type, task_id)
+        return None if stored is None else task_info(task_type, stored)
+
+    async def list(
+        self, task_type: str, state: State = "due", *, limit: int = 100, offset: int = 0
+    ) -> list[TaskInfo]:
+        """Tasks of a type in one state (``due``, ``running`` or ``dead``), earliest first."""
+        self.task_type(task_type)
+        if state not in STATES:
+            raise ValidationError("state", f"must be one of {', '.join(STATES)}")
+        if not isinstance(limit, int) or limit < 1 or not isinstance(offset, int) or offset < 0:
+            raise ValidationError("limit", "limit must be 1 or more and offset 0 or more")
+        rows = await (await self.open()).list_tasks(task_type, state, limit, offset)
+        return [task_info(task_type, row) for row in rows]
+
+    async def counts(self, task_type: str) -> dict[State, int]:
+        """How many tasks of a type are due, running and dead."""
+        self.task_type(task_type)
+        return await (await self.open()).count(task_type)
+
+    def detached(self) -> Self:
+        """A new app, not open, with this one's settings, task types and cron schedules: for
+        another event loop (the blocking client runs one in a thread of its own)."""
+        app = type(self)(
+            self.url,
+            namespace=self.namespace,
+            clock=self._given_clock,
+            max_payload_bytes=self.max_payload_bytes,
+            allow_eviction=self.allow_eviction,
+        )
+        app.types = self.types
+        app.named_triggers.declared = self.named_triggers.declared
+        return app

@@ -1,0 +1,194 @@
+"""The stored record of a task: the one place that encodes and decodes it.
+
+A record is a compact JSON object, readable in the store::
+
+    {"p": <payload>, <the trigger's fields>, "o": <occurrence due ms>, "f": <failures>}
+
+Only ``p`` is always there. ``o`` is the due time of the occurrence a retry (or a cron
+schedule's next tick) belongs to, so that the occurrence id stays the same however often a
+retry moves the task; ``f`` counts the failed attempts of that occurrence so far. A trigger
+(:mod:`duetime.triggers.kinds`) writes fields of its own, such as ``"e"`` and ``"u"`` for an
+``every`` series or ``"c"`` for a cron schedule.
+
+A decoded record keeps the payload's JSON text as it was stored, so that what a handler
+does to its own copy of the payload never reaches a retry, a dead letter or the next
+occurrence.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Any
+
+from duetime.clock import from_ms
+from duetime.errors import SchemaError, ValidationError
+from duetime.model import Task, TaskInfo
+from duetime.stores.base import NewTask, StoredTask
+from duetime.triggers.base import Next, Trigger
+from duetime.triggers.kinds import KINDS
+from duetime.triggers.periodic import Periodic
+from duetime.validate import check_id, dump_json, duration_ms, encode_payload, to_ms
+
+_decoder = json.JSONDecoder()
+_scan = _decoder.scan_once  # type: ignore[attr-defined]
+#: How every record duetime writes begins: the payload comes first.
+_HEAD = '{"p":'
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """A task's stored record, decoded.
+
+    Attributes:
+        payload_json: the payload's JSON text, as stored.
+        trigger: what makes the task due again (None: it runs once).
+        occurrence_ms: the occurrence it belongs to, when that is not its due time.
+        failures: failed attempts at that occurrence so far.
+    """
+
+    payload_json: str
+    trigger: Trigger | None = None
+    occurrence_ms: int | None = None
+    failures: int = 0
+    _payload: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        """The payload, decoded once: the dict a handler is given (and may change)."""
+        payload = self._payload
+        if payload is None:
+            payload = json.loads(self.payload_json)
+            object.__setattr__(self, "_payload", payload)
+        return payload
+
+    def encode(self) -> str:
+        """The record's text, as stored."""
+        parts = [_HEAD, self.payload_json]
+        if self.trigger is not None:
+            parts.append(self.trigger.fields())
+        if self.occurrence_ms is not None:
+            parts.append(f',"o":{self.occurrence_ms}')
+        if self.failures:
+            parts.append(f',"f":{self.failures}')
+        parts.append("}")
+        return "".join(parts)
+
+    @classmethod
+    def following(cls, nxt: Next) -> Record:
+        """The record of what a trigger says comes next."""
+        return cls(nxt.payload_json, nxt.trigger, nxt.occurrence_ms)
+
+    def revived(self) -> Record:
+        """The record of a dead task run again by hand: its attempts counted afresh."""
+        return replace(self, failures=0, _payload=None)
+
+    @classmethod
+    def decode(cls, text: str) -> Record:
+        """Parse a stored record.
+
+        Raises:
+            SchemaError: naming what is wrong with it.
+        """
+        if text.startswith(_HEAD):
+            try:
+                payload, end = _scan(text, len(_HEAD))
+            except (StopIteration, ValueError, RecursionError):
+                payload, end = None, 0
+            if type(payload) is dict:
+                if end == len(text) - 1 and text[end] == "}":
+                    return cls(text[len(_HEAD) : end], _payload=payload)  # the common case
+                if text.startswith(",", end):
+                    rest = _parse("{" + text[end + 1 :])
+                    return cls._with_fields(text[len(_HEAD) : end], payload, rest)
+        # Not as duetime writes records (spaces, another order): read it the long way.
+        doc = _parse(text)
+        payload = doc.pop("p", None) if type(doc) is dict else None
+        if type(payload) is not dict:
+            raise SchemaError("record is not an object with a payload object under 'p'")
+        return cls._with_fields(dump_json(payload), payload, doc)
+
+    @classmethod
+    def _with_fields(cls, payload_json: str, payload: dict[str, Any], doc: Any) -> Record:
+        if type(doc) is not dict:
+            raise SchemaError("record is not an object with a payload object under 'p'")
+        trigger = None
+        for kind in KINDS:
+            if kind.KEY in doc:
+                trigger = kind.from_record(doc)
+                break
+        occurrence, failures = doc.get("o"), doc.get("f", 0)
+        for key, value in (("o", occurrence), ("f", failures)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise SchemaError(f"field {key!r} of the record is not an integer")
+        return cls(payload_json, trigger, occurrence, failures or 0, payload)
+
+
+def _parse(text: str) -> Any:
+    try:
+        return _decoder.decode(text)
+    except (ValueError, RecursionError) as exc:
+        raise SchemaError(f"record is not valid JSON: {exc}") from None
+
+
+def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
+    """Check one task (its type is checked by the caller) and build what the store writes.
+
+    ``now_ms`` may be None when the task has ``at``.
+
+    Raises:
+        ValidationError: naming the bad field.
+    """
+    check_id(task.task_id)
+    if task.at is not None and task.delay is not None:
+        raise ValidationError("at", "give either at or delay, not both")
+    if task.at is not None:
+        due = to_ms("at", task.at)
+    else:
+        assert now_ms is not None
+        due = now_ms + (
+            0 if task.delay is None else duration_ms("delay", task.delay, allow_zero=True)
+        )
+    payload = encode_payload(task.payload, max_payload_bytes)
+    every = None if task.every is None else duration_ms("every", task.every)
+    until = None
+    if task.until is not None:
+        if every is None:
+            raise ValidationError("until", "only applies to periodic tasks (with every)")
+        until = to_ms("until", task.until)
+        if until < due:
+            raise ValidationError("until", "is before the first due time")
+    trigger = None if every is None else Periodic(every, until)
+    return NewTask(task.task_id, due, Record(payload, trigger).encode())
+
+
+def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
+    """A stored task as a listing shows it; an unreadable record shows no payload, and why."""
+    payload = every = until = None
+    failures = 0
+    error = stored.error
+    if stored.record is not None:
+        try:
+            record = Record.decode(stored.record)
+        except SchemaError as exc:
+            error = f"{error}; {exc}" if error else str(exc)
+        else:
+            payload, failures = record.payload, record.failures
+            series = record.trigger
+            if isinstance(series, Periodic):
+                every = timedelta(milliseconds=series.every_ms)
+                until = None if series.until_ms is None else from_ms(series.until_ms)
+    running = stored.state == "running"
+    return TaskInfo(
+        task_type,
+        stored.id,
+        stored.state,
+        from_ms(stored.due_ms),
+        payload,
+        every,
+        until,
+        failures + stored.stalls + (1 if running else 0),
+        error,
+        from_ms(stored.score_ms) if running else None,
+    )

@@ -1,0 +1,75 @@
+"""The Redis store's connection: its settings, the client, and the one map of redis-py's
+exceptions to duetime's."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from redis import exceptions as rexc
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+
+from duetime.errors import ConfigError, StoreError, StoreUnavailable
+from duetime.stores.redis import scripts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RedisConfig:
+    """How to reach Redis and which tasks are ours.
+
+    Attributes:
+        url: a ``redis://``, ``rediss://`` or ``unix://`` URL (redis-py's forms).
+        namespace: keeps several apps apart on one server.
+        allow_eviction: start even though the server evicts keys under memory pressure
+            (``allkeys-*`` policies), which loses tasks without an error. Off by default.
+    """
+
+    url: str
+    namespace: str = "default"
+    allow_eviction: bool = False
+
+
+#: What redis-py raises: mapped to duetime's errors by :func:`store_error`, the one map.
+DRIVER_ERRORS = (rexc.RedisError, OSError)
+
+
+def store_error(exc: BaseException, what: str) -> StoreError:
+    """The duetime error for a redis-py (or socket) exception raised during ``what``."""
+    if isinstance(exc, rexc.ConnectionError | rexc.TimeoutError | OSError):
+        return StoreUnavailable(f"Redis unavailable during {what}: {exc}")
+    return StoreError(f"Redis error during {what}: {exc}")
+
+
+@contextlib.asynccontextmanager
+async def errors(what: str) -> AsyncIterator[None]:
+    """Map redis-py's exceptions, and bound how long a read may take (the client has no
+    socket timeout of its own: see scripts.CALL_TIMEOUT_SECONDS)."""
+    try:
+        async with asyncio.timeout(scripts.CALL_TIMEOUT_SECONDS):
+            yield
+    except DRIVER_ERRORS as exc:
+        raise store_error(exc, what) from exc
+
+
+def connect(
+    url: str, *, retries: int = 8, socket_timeout: float | None = None, **options: Any
+) -> Redis:
+    """A client for ``url`` (no connection is made yet).
+
+    Raises:
+        ConfigError: the URL cannot be used.
+    """
+    # from_url gives connections no retries: reads would fail on the first dropped idle
+    # connection. Reads are safe to repeat; scripts have their own runner.
+    retry = Retry(ExponentialWithJitterBackoff(base=0.02, cap=1.0), retries)
+    try:
+        return Redis.from_url(
+            url, decode_responses=True, retry=retry, socket_timeout=socket_timeout, **options
+        )
+    except ValueError as exc:
+        raise ConfigError(f"bad Redis URL: {exc}") from None

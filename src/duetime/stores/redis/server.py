@@ -1,0 +1,50 @@
+"""What duetime needs of a Redis server, checked when the store opens and while it runs."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from duetime.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: Oldest server with everything duetime relies on (ZRANGE BYSCORE forms, GETDEL, Lua
+#: effect replication by default).
+MIN_VERSION = (6, 2)
+
+
+def evicts(policy: str) -> bool:
+    """Whether a maxmemory-policy may delete task keys (which have no TTL)."""
+    return policy.startswith("allkeys")
+
+
+def eviction_message(policy: str) -> str:
+    return (
+        f"Redis maxmemory-policy is {policy}: under memory pressure it deletes task keys "
+        "without an error, losing tasks. Set it to noeviction "
+        "(CONFIG SET maxmemory-policy noeviction, and in redis.conf)"
+    )
+
+
+def check_server(info: dict[str, Any], allow_eviction: bool) -> list[str]:
+    """Refuse a server that is too old or evicts keys; return warnings about durability."""
+    version = str(info.get("redis_version", "0"))
+    parts = tuple(int(p) for p in version.split(".")[:2] if p.isdigit())
+    if parts < MIN_VERSION:
+        raise ConfigError(f"Redis {version} is too old: duetime needs 6.2 or newer")
+    policy = str(info.get("maxmemory_policy", "noeviction"))
+    if evicts(policy):
+        message = eviction_message(policy)
+        if not allow_eviction:
+            raise ConfigError(message + ", or pass allow_eviction=True to accept the loss.")
+        log.warning("%s; started anyway because allow_eviction=True", message)
+    warnings = []
+    if not int(info.get("aof_enabled", 0)):
+        warnings.append(
+            "Redis has no append-only file: a Redis crash or restart loses every task "
+            "written since the last RDB snapshot, or all of them without one. Use "
+            "appendonly yes with appendfsync always (nothing lost) or everysec (about a "
+            "second lost on power failure)."
+        )
+    return warnings

@@ -1,0 +1,59 @@
+"""Wake-ups on Redis: a pub/sub channel per namespace, "<type> <due ms>" per message."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from redis import exceptions as rexc
+from redis.asyncio import Redis
+
+from duetime.backoff import backoff_delay
+from duetime.stores.base import WakeCallback
+
+log = logging.getLogger(__name__)
+
+#: How long one read waits, and the back-off after a lost connection: first, and cap.
+LISTEN_POLL_SECONDS = 1.0
+LISTEN_BACKOFF_FIRST = 0.05
+LISTEN_BACKOFF_CAP = 5.0
+
+
+async def listen(connect: Callable[[], Redis], channel: str, on_wake: WakeCallback) -> None:
+    """Call ``on_wake`` for every message on ``channel``, reconnecting with ``connect`` (a
+    new client each time) until cancelled; ``on_wake("*", 0)`` after each (re)connection."""
+    failures = 0
+    while True:
+        client = connect()
+        pubsub = client.pubsub(ignore_subscribe_messages=True)
+        try:
+            await pubsub.subscribe(channel)
+            # Anything published while we were not subscribed is lost: look again.
+            on_wake("*", 0)
+            failures = 0
+            while True:
+                message = await pubsub.get_message(timeout=LISTEN_POLL_SECONDS)
+                if message is not None:
+                    dispatch(message.get("data"), on_wake)
+        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
+            log.warning("wake-up channel lost (%s); reconnecting", exc)
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]
+            with contextlib.suppress(Exception):
+                await client.aclose()
+        failures += 1
+        await asyncio.sleep(backoff_delay(failures, LISTEN_BACKOFF_FIRST, LISTEN_BACKOFF_CAP))
+
+
+def dispatch(data: object, on_wake: WakeCallback) -> None:
+    """Hand one message to ``on_wake``; a malformed one is ignored."""
+    if not isinstance(data, str):
+        return
+    task_type, _, due = data.partition(" ")
+    try:
+        on_wake(task_type, int(float(due)))
+    except ValueError:
+        log.debug("ignored a malformed wake-up message %r", data)

@@ -1,0 +1,1 @@
+"""What makes work due: one module per kind of trigger, behind the seam in ``base``."""

@@ -1,0 +1,130 @@
+"""The trigger seam: what a kind of trigger is, and what a worker offers it to run a task.
+
+A task's record may carry a trigger: the state that makes the task come due again (an
+``every`` series, a cron schedule). A trigger kind is one module under ``duetime.triggers``
+that says, in one place, how that state is stored (:meth:`Trigger.fields` and
+``from_record``), what runs when the task is claimed, and what follows the run
+(:meth:`Trigger.run`). A task without a trigger runs once (:mod:`duetime.triggers.once`).
+
+The worker's executor implements :class:`Job`; a trigger kind never sees a store, a key or
+the App, and adding a kind adds no branch to the executor: only a line in
+:mod:`duetime.triggers.kinds`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, NamedTuple, Protocol
+
+from duetime.stores.base import Claim, Outcome
+
+#: When something paused is due: the end of the year 9999, that is never.
+NEVER_MS = 253_402_300_799_000
+
+
+class Next(NamedTuple):
+    """What a trigger says comes next: the task due again at ``due_ms`` with this record.
+
+    Attributes:
+        payload_json: the payload's JSON text (the one it ran with, or a hook's change).
+        trigger: the trigger's state from then on.
+        occurrence_ms: the occurrence the next claim belongs to, when it is not the due
+            time itself (a cron schedule waits for a tick, and its due time has jitter).
+    """
+
+    due_ms: int
+    payload_json: str
+    trigger: Trigger
+    occurrence_ms: int | None = None
+
+
+#: What follows an occurrence that is over, computed only then (a periodic task's
+#: reschedule hook must not be asked while the occurrence may still be retried).
+Follow = Callable[[], Awaitable[Next | None]]
+
+
+class Trigger(Protocol):
+    """The trigger state a task's record carries. Each kind also defines, as class members,
+    ``KEY`` (the record field that marks it) and ``from_record(doc)`` (its state from the
+    record's fields, raising :class:`~duetime.errors.SchemaError` when they are unusable)."""
+
+    KEY: ClassVar[str]
+
+    def fields(self) -> str:
+        """Its state as record fields, each written as ``,"<name>":<JSON>``."""
+        ...
+
+    async def run(self, job: Job) -> Outcome:
+        """Run a claimed task of this kind (calling ``job.call`` or not) and return what
+        follows: ``job.done(...)`` or ``await job.failed(...)``."""
+        ...
+
+
+class TriggerKind(Protocol):
+    """The class side of a trigger kind: how its state is found in a record."""
+
+    KEY: ClassVar[str]
+
+    def from_record(self, doc: dict[str, Any]) -> Trigger:
+        """The trigger state in a decoded record's fields (``doc``, without the payload).
+
+        Raises:
+            SchemaError: naming the field that cannot be used.
+        """
+        ...
+
+
+class Job(Protocol):
+    """One claimed task in a worker: what a trigger kind runs it with.
+
+    Attributes:
+        claim: the lease, with the task's id and the due time it was claimed at.
+        task_name: the task type.
+        payload_json: the payload as stored: what a retry, a dead letter or the next
+            occurrence carries, whatever the handler did to its own copy.
+        failures: failed attempts at this occurrence so far.
+        occurrence_ms: the occurrence the claim belongs to: the record's, or the due time.
+        max_payload_bytes: the largest payload the app accepts.
+        has_hook: whether the task type has a reschedule hook.
+    """
+
+    claim: Claim
+    task_name: str
+    payload_json: str
+    failures: int
+    occurrence_ms: int
+    max_payload_bytes: int
+    has_hook: bool
+
+    def now_ms(self) -> int:
+        """The store's time now."""
+        ...
+
+    async def call(self, occurrence_ms: int) -> Exception | None:
+        """Run the handler for the occurrence due at ``occurrence_ms``: None when it
+        succeeded, else what it raised (a time-out included)."""
+        ...
+
+    async def ask_hook(self, payload: dict[str, Any]) -> object:
+        """The task type's reschedule hook's answer about ``payload``, awaited."""
+        ...
+
+    def done(self, following: Next | None = None, *, hand_off_ms: int | None = None) -> Outcome:
+        """The occurrence is over: the task ends, or comes due again as ``following``.
+        ``hand_off_ms`` also writes the occurrence due then as a task of its own, run at once
+        under the id ``"<id>@<occurrence ms>"``."""
+        ...
+
+    async def failed(
+        self, error: Exception, occurrence_ms: int, state: Trigger | None, follow: Follow | None
+    ) -> Outcome:
+        """The run of ``occurrence_ms`` raised ``error``. While retries are left it is
+        retried, keeping the occurrence and ``state``; then a task without ``follow`` goes
+        to the dead letters, and one with it files the occurrence there under
+        ``"<id>@<occurrence ms>"`` and goes on with what ``follow()`` returns."""
+        ...
+
+    def missed_ticks(self, latest_ms: int, count: int) -> None:
+        """Tell the worker's listeners that ``count`` ticks, the latest due at
+        ``latest_ms``, will not run."""
+        ...

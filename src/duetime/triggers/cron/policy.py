@@ -1,0 +1,110 @@
+"""The missed-tick and overlap policies of a cron schedule: which tick runs, and which next."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from duetime.triggers.cron.expression import CronExpr
+
+Missed = Literal["skip", "once", "all"]
+Overlap = Literal["skip", "allow"]
+MISSED: tuple[Missed, ...] = ("skip", "once", "all")
+OVERLAP: tuple[Overlap, ...] = ("skip", "allow")
+#: A tick is late, not missed, when it starts within this long of its time (or before the
+#: next tick, if that comes sooner).
+MISSED_AFTER_MS = 60_000
+#: With missed="all", at most this many missed ticks are caught up; older ones are skipped.
+MAX_CATCHUP = 100
+
+
+class Policies(Protocol):
+    """What the policies read of a schedule (a :class:`~.trigger.CronTrigger`)."""
+
+    @property
+    def expr(self) -> CronExpr: ...
+
+    @property
+    def missed(self) -> Missed: ...
+
+    @property
+    def catchup_ms(self) -> int | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """What to do with a schedule claimed for a tick.
+
+    Attributes:
+        run_ms: the tick to run now, or None to run nothing.
+        missed: the ticks given up, oldest first (the first MAX_CATCHUP of them).
+        missed_total: how many ticks were given up in all.
+        next_ms: with nothing to run, the tick to wait for next.
+    """
+
+    run_ms: int | None
+    missed: list[int]
+    missed_total: int
+    next_ms: int
+
+
+def missed_ticks_ms(tick_ms: int, next_ms: int) -> int:
+    """When the tick at ``tick_ms`` counts as missed (its successor is at ``next_ms``)."""
+    return tick_ms + min(MISSED_AFTER_MS, next_ms - tick_ms)
+
+
+def _late(expr: CronExpr, tick_ms: int, now_ms: int) -> bool:
+    return now_ms > missed_ticks_ms(tick_ms, expr.next_after(tick_ms))
+
+
+def plan_claim(spec: Policies, tick_ms: int, now_ms: int) -> Plan:
+    """Decide which tick runs when the schedule, waiting for ``tick_ms``, is claimed at ``now_ms``.
+
+    Every tick from ``tick_ms`` up to now is a candidate. A tick is missed when it starts
+    more than a minute after its time (or after the next tick, if that is sooner).
+    ``skip`` runs the latest tick only if it is not missed; ``once`` runs the latest tick
+    as one catch-up for all of them; ``all`` runs every candidate in turn, oldest first, at
+    most MAX_CATCHUP of them. The catch-up window drops candidates older than it.
+    """
+    expr = spec.expr
+    following = expr.next_after(tick_ms)
+    if now_ms < following and now_ms <= missed_ticks_ms(tick_ms, following):
+        return Plan(tick_ms, [], 0, following)  # the common case: on time, nothing missed
+    total = 1 + expr.count_between(tick_ms, now_ms)
+    ticks = ([tick_ms] + expr.ticks_until(tick_ms, now_ms, MAX_CATCHUP))[-(MAX_CATCHUP + 1) :]
+    in_window = [t for t in ticks if spec.catchup_ms is None or now_ms - t <= spec.catchup_ms]
+    run: int | None
+    if spec.missed == "all":
+        kept = in_window[-MAX_CATCHUP:]
+        run = kept[0] if kept else None
+        given_up = [t for t in ticks if run is None or t < run]  # later ones run in turn
+    else:
+        latest = ticks[-1]
+        if spec.missed == "once":
+            run = latest if latest in in_window else None
+        else:
+            run = None if _late(expr, latest, now_ms) else latest
+        given_up = [t for t in ticks if t != run]
+    missed_total = total - len(ticks) + len(given_up)
+    return Plan(run, given_up, missed_total, expr.next_after(max(now_ms, tick_ms)))
+
+
+def after_run(spec: Policies, run_ms: int, started_ms: int, now_ms: int) -> tuple[int, int]:
+    """The next tick to wait for after a run of ``run_ms`` that started at ``started_ms``,
+    and how many ticks came due while it ran and are skipped (overlap="skip")."""
+    expr = spec.expr
+    following = expr.next_after(run_ms)
+    if now_ms < following:
+        return following, 0  # the common case: nothing came due during the run
+    if spec.missed == "all" and following <= started_ms:
+        return following, 0  # a backlog tick, due before this run began: caught up next
+    skipped = expr.count_between(max(run_ms, started_ms), now_ms)
+    return expr.next_after(max(now_ms, run_ms)), skipped
+
+
+def next_for_allow(spec: Policies, run_ms: int, now_ms: int) -> int:
+    """With overlap="allow", the tick to wait for once ``run_ms`` has been handed off."""
+    following = spec.expr.next_after(run_ms)
+    if spec.missed == "all" and following <= now_ms:
+        return following
+    return spec.expr.next_after(max(now_ms, run_ms))

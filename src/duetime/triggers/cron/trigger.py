@@ -1,0 +1,201 @@
+"""The cron trigger kind: a schedule's definition and counters in its record, and its runs.
+
+A cron schedule is a task whose id is the schedule's name and whose record carries this
+trigger under ``"c"``; it is due at its next tick (plus jitter), and its record's occurrence
+is that tick. Claiming it decides which tick runs under the missed-tick policy. With
+overlap "skip" the handler runs under the schedule's own lease; with overlap "allow" the
+tick is handed off as a task of its own, atomically with moving on to the next tick.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, ClassVar
+
+from duetime.errors import SchemaError, ValidationError
+from duetime.stores.base import Outcome
+from duetime.triggers.base import NEVER_MS, Job, Next
+from duetime.triggers.cron.expression import CronExpr, parse_cron
+from duetime.triggers.cron.policy import (
+    MISSED,
+    OVERLAP,
+    Missed,
+    Overlap,
+    after_run,
+    next_for_allow,
+    plan_claim,
+)
+from duetime.validate import dump_json
+
+log = logging.getLogger(__name__)
+
+#: Missed ticks are logged one by one up to this many per claim, then summed up.
+_LOG_MISSED = 10
+
+
+@dataclass(frozen=True, slots=True)
+class CronTrigger:
+    """A cron schedule's definition and counters, as its stored record keeps them.
+
+    Attributes:
+        jitter_ms: each tick is due up to this much after its time, at random (its
+            occurrence id keeps the tick's own time).
+        catchup_ms: missed ticks older than this are not caught up (None: no limit).
+        missed_count: ticks missed so far (every worker was down past them).
+        skipped_count: ticks skipped so far because the previous run was still running.
+    """
+
+    KEY: ClassVar[str] = "c"
+    expr: CronExpr
+    missed: Missed = "skip"
+    overlap: Overlap = "skip"
+    jitter_ms: int = 0
+    catchup_ms: int | None = None
+    paused: bool = False
+    missed_count: int = 0
+    skipped_count: int = 0
+
+    def definition(self) -> tuple[object, ...]:
+        """What the user declared: two triggers with the same definition are the same
+        schedule, whatever their counters."""
+        return (
+            self.expr.text,
+            self.expr.tz.key,
+            self.missed,
+            self.overlap,
+            self.jitter_ms,
+            self.catchup_ms,
+        )
+
+    def carried_from(self, old: Any) -> CronTrigger:
+        """This definition with ``old``'s paused state and counters: a schedule updated in
+        place keeps them."""
+        return replace(
+            self,
+            paused=old.paused,
+            missed_count=old.missed_count,
+            skipped_count=old.skipped_count,
+        )
+
+    def to_json(self) -> dict[str, object]:
+        doc: dict[str, object] = {"x": self.expr.text, "z": self.expr.tz.key}
+        optional = {
+            "m": (self.missed, "skip"),
+            "v": (self.overlap, "skip"),
+            "j": (self.jitter_ms, 0),
+            "w": (self.catchup_ms, None),
+            "q": (self.paused, False),
+            "nm": (self.missed_count, 0),
+            "ns": (self.skipped_count, 0),
+        }
+        for key, (value, default) in optional.items():
+            if value != default:
+                doc[key] = value
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: dict[str, object]) -> CronTrigger:
+        """Raises ValidationError when the stored definition cannot be used."""
+        missed, overlap = doc.get("m", "skip"), doc.get("v", "skip")
+        if missed not in MISSED or overlap not in OVERLAP:
+            raise ValidationError("cron", f"unknown policy {missed!r} or {overlap!r}")
+        jitter, missed_count, skipped_count = (_int(doc, key) for key in ("j", "nm", "ns"))
+        catchup = None if doc.get("w") is None else _int(doc, "w")
+        return cls(
+            parse_cron(doc.get("x"), doc.get("z")),
+            missed,
+            overlap,
+            jitter,
+            catchup,
+            bool(doc.get("q", False)),
+            missed_count,
+            skipped_count,
+        )
+
+    @classmethod
+    def from_record(cls, doc: dict[str, Any]) -> CronTrigger:
+        value = doc.get(cls.KEY)
+        if type(value) is not dict:
+            raise SchemaError("field 'c' of the record is not an object")
+        try:
+            return cls.from_json(value)
+        except ValidationError as exc:
+            raise SchemaError(f"the cron schedule in the record cannot be used: {exc}") from None
+
+    def fields(self) -> str:
+        return ',"c":' + dump_json(self.to_json())
+
+    def start(self, payload_json: str, now_ms: int) -> Next:
+        """The schedule waiting for its first tick after ``now_ms`` (never, while paused)."""
+        tick = NEVER_MS if self.paused else self.expr.next_after(now_ms)
+        return self.waiting_for(payload_json, tick)
+
+    def waiting_for(self, payload_json: str, tick_ms: int) -> Next:
+        """The schedule waiting for the tick at ``tick_ms``: due then, plus jitter unless
+        paused, with the tick as its occurrence."""
+        jitter = random.randint(0, self.jitter_ms) if self.jitter_ms and not self.paused else 0
+        return Next(tick_ms + jitter, payload_json, self, tick_ms)
+
+    async def run(self, job: Job) -> Outcome:
+        now = job.now_ms()
+        spec, tick = self, job.occurrence_ms
+        if job.failures:
+            run = tick  # a retry of a tick that failed: run it again, no planning
+        else:
+            plan = plan_claim(spec, tick, now)
+            if plan.missed_total:
+                _log_missed(job, plan.missed, plan.missed_total)
+                job.missed_ticks(plan.missed[-1] if plan.missed else tick, plan.missed_total)
+                spec = replace(spec, missed_count=spec.missed_count + plan.missed_total)
+            if plan.run_ms is None:
+                return job.done(spec.waiting_for(job.payload_json, plan.next_ms))
+            run = plan.run_ms
+        if spec.overlap == "allow":
+            following = spec.waiting_for(job.payload_json, next_for_allow(spec, run, now))
+            return job.done(following, hand_off_ms=run)
+        error = await job.call(run)
+        if error is None:
+            # Schedules often tick together: let the other handlers of this tick start
+            # before the bookkeeping of this one.
+            await asyncio.sleep(0)
+        nxt, skipped = after_run(spec, run, now, job.now_ms())
+        if skipped:
+            log.warning(
+                "%s/%s: %d ticks came due while the previous run was still running; "
+                "skipped (overlap=skip)",
+                job.task_name,
+                job.claim.id,
+                skipped,
+            )
+            spec = replace(spec, skipped_count=spec.skipped_count + skipped)
+        following = spec.waiting_for(job.payload_json, nxt)
+        if error is None:
+            return job.done(following)
+
+        async def follow() -> Next:
+            return following
+
+        return await job.failed(error, run, spec, follow)
+
+
+def _int(doc: dict[str, object], key: str) -> int:
+    value = doc.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValidationError("cron", f"stored field {key!r} is not an integer")
+    return value
+
+
+def _log_missed(job: Job, missed: list[int], total: int) -> None:
+    for tick in missed[:_LOG_MISSED]:
+        log.warning(
+            "%s/%s: missed tick %s",
+            job.task_name,
+            job.claim.id,
+            datetime.fromtimestamp(tick / 1000).astimezone().isoformat(),
+        )
+    if total > _LOG_MISSED:
+        log.warning("%s/%s: %d ticks missed in all", job.task_name, job.claim.id, total)

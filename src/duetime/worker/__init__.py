@@ -1,0 +1,8 @@
+"""Running tasks: the worker, its claim loops, executor, outbox, leases, events and runtime."""
+
+from __future__ import annotations
+
+from duetime.worker.events import Listener, TaskEvent
+from duetime.worker.worker import Worker
+
+__all__ = ["Listener", "TaskEvent", "Worker"]

@@ -1,0 +1,113 @@
+"""What happens to tasks in a worker, told to listeners: the seam for metrics and dashboards.
+
+A worker calls its listeners' methods in its event loop, as things happen: a claim, a
+handler's start and end, a retry, a dead letter, a missed cron tick. Every method of
+:class:`Listener` does nothing, so a listener overrides only what it needs. A listener must
+return quickly and never block; one that raises is logged and the worker goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+log = logging.getLogger(__name__)
+
+EventKind = Literal[
+    "claimed", "started", "succeeded", "failed", "retried", "dead_lettered", "missed_ticks"
+]
+EVENT_KINDS: tuple[EventKind, ...] = (
+    "claimed",
+    "started",
+    "succeeded",
+    "failed",
+    "retried",
+    "dead_lettered",
+    "missed_ticks",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEvent:
+    """One thing that happened to a task in a worker.
+
+    Attributes:
+        kind: which method of :class:`Listener` it was given to.
+        task_type, task_id: the task (for a cron schedule, its name).
+        due_ms: when the task was due as it was claimed (epoch ms); for missed ticks, the
+            latest tick given up.
+        attempt: which attempt at its occurrence this is (1 for the first); None where the
+            worker does not know it yet (claimed) or it does not apply (missed_ticks).
+        lateness_ms: how long after its due time it was claimed or started.
+        duration_ms: how long the handler ran (succeeded and failed).
+        error: what the handler raised (failed, retried, dead_lettered).
+        count: how many ticks were missed (missed_ticks); 1 otherwise.
+    """
+
+    kind: EventKind
+    task_type: str
+    task_id: str
+    due_ms: int
+    attempt: int | None = None
+    lateness_ms: float | None = None
+    duration_ms: float | None = None
+    error: str | None = None
+    count: int = 1
+
+
+class Listener:
+    """Receives a worker's events; subclass it and override the methods you need."""
+
+    def claimed(self, event: TaskEvent) -> None:
+        """A task was leased to this worker (``lateness_ms``: claimed how long after due)."""
+
+    def started(self, event: TaskEvent) -> None:
+        """A handler started (``lateness_ms``: how long after the task was due)."""
+
+    def succeeded(self, event: TaskEvent) -> None:
+        """A handler returned (``duration_ms``)."""
+
+    def failed(self, event: TaskEvent) -> None:
+        """A handler raised or timed out (``duration_ms``, ``error``); ``retried`` or
+        ``dead_lettered`` follows."""
+
+    def retried(self, event: TaskEvent) -> None:
+        """A failed attempt will be tried again (``due_ms`` is when)."""
+
+    def dead_lettered(self, event: TaskEvent) -> None:
+        """A failed occurrence went to the dead letters: out of retries, or aborted."""
+
+    def missed_ticks(self, event: TaskEvent) -> None:
+        """A cron schedule gave up ``count`` ticks missed while no worker ran it."""
+
+
+class Events:
+    """The listeners of one worker, told of each event in turn."""
+
+    def __init__(self, listeners: Iterable[Listener] = ()) -> None:
+        self.listeners = tuple(listeners)
+        for listener in self.listeners:
+            if not isinstance(listener, Listener):
+                raise TypeError(f"{listener!r} is not a duetime.Listener")
+        self._methods: dict[EventKind, tuple[Callable[[TaskEvent], None], ...]] = {
+            kind: tuple(
+                getattr(listener, kind)
+                for listener in self.listeners
+                # Only the methods a listener overrides: the rest would do nothing.
+                if getattr(type(listener), kind) is not getattr(Listener, kind)
+            )
+            for kind in EVENT_KINDS
+        }
+
+    def wants(self, kind: EventKind) -> bool:
+        """Whether any listener handles ``kind`` (so that no event is built for nobody)."""
+        return bool(self._methods[kind])
+
+    def emit(self, event: TaskEvent) -> None:
+        for method in self._methods[event.kind]:
+            try:
+                method(event)
+            except Exception:
+                log.exception("listener %r failed on a %s event", method, event.kind)

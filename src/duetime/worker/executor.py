@@ -1,0 +1,248 @@
+"""Running one claimed task: decode its record, let its trigger run it, return the Outcome.
+
+The executor knows no kind of trigger. It offers each run a :class:`Job` (the seam in
+:mod:`duetime.triggers.base`): the handler's call, under the type's time limit, and the
+retry policy; the record's trigger (or, without one, :func:`~duetime.triggers.once.run_once`)
+decides what runs and what follows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import time
+from concurrent.futures import Executor as ThreadPool
+from typing import TYPE_CHECKING, Any
+
+from duetime.clock import Clock, from_ms
+from duetime.context import Context
+from duetime.errors import SchemaError, ValidationError
+from duetime.record import Record
+from duetime.stores.base import Claim, Outcome
+from duetime.tasktype import TaskType
+from duetime.triggers.base import Follow, Next, Trigger
+from duetime.triggers.once import run_once
+from duetime.worker import outcome
+from duetime.worker.events import EventKind, Events, TaskEvent
+
+if TYPE_CHECKING:
+    from duetime.client import Client
+
+log = logging.getLogger(__name__)
+
+
+class _TimedOut(Exception):
+    pass
+
+
+class Executor:
+    """Runs claims of task types; plain ``def`` handlers go to ``pool``.
+
+    Args:
+        clock: the store's clock.
+        max_payload_bytes: the largest payload a reschedule hook may leave.
+        pool: the threads of plain ``def`` handlers (None when every handler is async).
+        events: the worker's listeners.
+        app: handed to handlers in their :class:`~duetime.model.Context`, and used for
+            nothing else.
+    """
+
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        max_payload_bytes: int,
+        pool: ThreadPool | None,
+        events: Events,
+        app: Client,
+    ) -> None:
+        self.clock = clock
+        self.max_payload_bytes = max_payload_bytes
+        self.pool = pool
+        self.events = events
+        self.app = app
+        # Handlers are timed only for a listener that wants it.
+        self.timed = any(events.wants(k) for k in ("started", "succeeded", "failed"))
+
+    async def run(self, task_type: TaskType, time_limit: float | None, claim: Claim) -> Outcome:
+        """Run one claim and return its outcome. Raises CancelledError if cut short."""
+        try:
+            record = Record.decode(claim.record)
+        except SchemaError as exc:
+            log.error(
+                "%s/%s: corrupt record, sent to the dead letters: %s", task_type.name, claim.id, exc
+            )
+            return Outcome("dead", claim, None, claim.record, f"corrupt record: {exc}")
+        job = _Job(self, task_type, time_limit, claim, record)
+        trigger = record.trigger
+        if trigger is None:
+            return await run_once(job)
+        return await trigger.run(job)
+
+    async def call_handler(
+        self, task_type: TaskType, time_limit: float | None, payload: dict[str, Any], ctx: Context
+    ) -> None:
+        """Call the handler, within ``time_limit`` seconds; raises what it raised, or
+        _TimedOut."""
+        handler = task_type.handler
+        assert handler is not None
+        args = task_type.args(payload, ctx)
+        if task_type.is_async:
+            if time_limit is None:
+                await handler(*args)
+                return
+            async with asyncio.timeout(time_limit) as scope:
+                try:
+                    await handler(*args)
+                except asyncio.CancelledError:
+                    if scope.expired():
+                        raise _TimedOut(f"timed out after {time_limit:g} s") from None
+                    raise
+            return
+        future = asyncio.get_running_loop().run_in_executor(
+            self.pool, functools.partial(handler, *args)
+        )
+        try:
+            await asyncio.wait_for(future, time_limit)
+        except TimeoutError:
+            if not future.done() or future.cancelled():
+                raise _TimedOut(f"timed out after {time_limit:g} s (its thread runs on)") from None
+            raise
+
+
+class _Job:
+    """One claim being run: the :class:`~duetime.triggers.base.Job` a trigger works with."""
+
+    __slots__ = (
+        "_executor",
+        "_time_limit",
+        "claim",
+        "context",
+        "failures",
+        "has_hook",
+        "max_payload_bytes",
+        "occurrence_ms",
+        "payload_json",
+        "record",
+        "task_name",
+        "task_type",
+    )
+
+    def __init__(
+        self,
+        executor: Executor,
+        task_type: TaskType,
+        time_limit: float | None,
+        claim: Claim,
+        record: Record,
+    ) -> None:
+        self._executor = executor
+        self._time_limit = time_limit
+        self.task_type = task_type
+        self.task_name = task_type.name
+        self.claim = claim
+        self.record = record
+        self.payload_json = record.payload_json
+        self.failures = record.failures
+        occurrence = record.occurrence_ms
+        self.occurrence_ms = claim.due_ms if occurrence is None else occurrence
+        self.max_payload_bytes = executor.max_payload_bytes
+        self.has_hook = task_type.hook is not None
+        self.context: Context | None = None
+
+    def now_ms(self) -> int:
+        return self._executor.clock.now_ms()
+
+    def _event(self, kind: EventKind, due_ms: int | None = None, **fields: Any) -> None:
+        events = self._executor.events
+        if events.wants(kind):
+            claim = self.claim
+            due = claim.due_ms if due_ms is None else due_ms
+            attempt = outcome.attempt(claim, self.record)
+            events.emit(TaskEvent(kind, self.task_name, claim.id, due, attempt, **fields))
+
+    async def call(self, occurrence_ms: int) -> Exception | None:
+        executor, claim = self._executor, self.claim
+        ctx = self.context = Context(
+            self.task_name,
+            claim.id,
+            from_ms(occurrence_ms),
+            outcome.attempt(claim, self.record),
+            outcome.occurrence_id(claim.id, occurrence_ms),
+            claim.token,
+            executor.app,
+        )
+        task_type, time_limit = self.task_type, self._time_limit
+        if not executor.timed:
+            try:
+                if task_type.is_async and time_limit is None:  # the shortest path
+                    await task_type.handler(*task_type.args(self.record.payload, ctx))  # type: ignore[misc]
+                else:
+                    await executor.call_handler(task_type, time_limit, self.record.payload, ctx)
+            except Exception as exc:
+                return exc
+            return None
+        self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
+        began = time.monotonic()
+        try:
+            await executor.call_handler(task_type, time_limit, self.record.payload, ctx)
+        except Exception as exc:
+            took = (time.monotonic() - began) * 1000
+            self._event("failed", duration_ms=took, error=outcome.describe(exc))
+            return exc
+        self._event("succeeded", duration_ms=(time.monotonic() - began) * 1000)
+        return None
+
+    async def ask_hook(self, payload: dict[str, Any]) -> object:
+        return await self.task_type.ask_hook(payload, self.context)
+
+    def done(self, following: Next | None = None, *, hand_off_ms: int | None = None) -> Outcome:
+        spawn = None
+        if hand_off_ms is not None:
+            spawn = outcome.hand_off(self.claim, self.record, hand_off_ms, self.now_ms())
+        return outcome.success(self.claim, following, spawn)
+
+    async def failed(
+        self, error: Exception, occurrence_ms: int, state: Trigger | None, follow: Follow | None
+    ) -> Outcome:
+        claim, record, policy = self.claim, self.record, self.task_type.policy
+        failures = record.failures + 1
+        text = outcome.describe(error)
+        attempt = outcome.attempt(claim, record)
+        if outcome.retries_left(error, policy, failures):
+            now = self.now_ms()
+            try:
+                due = outcome.retry_due(error, policy, failures, now)
+            except ValidationError as exc:
+                log.warning("%s/%s: %s; the back-off applies", self.task_name, claim.id, exc)
+                due = now + policy.backoff.delay_ms(failures)
+            log.info(
+                "%s/%s attempt %d failed (%s); retry at %d",
+                self.task_name,
+                claim.id,
+                attempt,
+                text,
+                due,
+            )
+            self._event("retried", due, error=text)
+            return outcome.retry(claim, record, occurrence_ms, state, failures, due, text)
+        log.warning(
+            "%s/%s attempt %d failed (%s); sent to the dead letters",
+            self.task_name,
+            claim.id,
+            attempt,
+            text,
+        )
+        self._event("dead_lettered", error=text)
+        following = None if follow is None else await follow()
+        series = follow is not None
+        return outcome.given_up(
+            claim, record, occurrence_ms, failures, text, series=series, following=following
+        )
+
+    def missed_ticks(self, latest_ms: int, count: int) -> None:
+        events = self._executor.events
+        if events.wants("missed_ticks"):
+            name, task_id = self.task_name, self.claim.id
+            events.emit(TaskEvent("missed_ticks", name, task_id, latest_ms, count=count))

@@ -1,0 +1,43 @@
+"""Lease renewal: one loop extends the leases of everything a worker holds, every third of
+the shortest lease, in one call per task type."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from duetime.clock import Clock
+from duetime.stores.base import Store
+from duetime.worker.failures import log_store_failure
+from duetime.worker.runner import TypeRunner
+
+log = logging.getLogger(__name__)
+
+
+async def renew_loop(store: Store, runners: Sequence[TypeRunner], clock: Clock) -> None:
+    """Extend every held lease (running, or waiting to be settled) until cancelled."""
+    interval = min(r.lease_ms for r in runners) / 3000
+    while True:
+        await asyncio.sleep(interval)
+        for runner in runners:
+            await _renew(store, runner, clock)
+
+
+async def _renew(store: Store, runner: TypeRunner, clock: Clock) -> None:
+    held = [run.claim for run in runner.active.values()]
+    if not held:
+        return
+    name = runner.name
+    try:
+        lost = await store.extend(name, held, clock.now_ms() + runner.lease_ms)
+    except Exception as exc:
+        log_store_failure(exc, "renewing %d %s leases failed: %s", len(held), name, exc)
+        return
+    for claim in lost:
+        run = runner.active.get(claim.token)
+        # A run whose outcome is being settled may lose its lease to that settle.
+        if run is not None and not run.finished:
+            log.warning(
+                "%s/%s: lease lost while running; its outcome will not be kept", name, claim.id
+            )

@@ -1,0 +1,113 @@
+"""The outbox: outcomes of runs, settled in batches by one flusher (a group commit).
+
+Outcomes gather while a settle call is in flight and go together in the next, one call per
+task type, so a busy worker spends a round trip per batch, never per task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import MutableMapping
+from typing import Any
+
+from duetime.clock import Clock
+from duetime.stores.base import Outcome, Store
+from duetime.worker.failures import log_store_failure, store_backoff
+
+log = logging.getLogger(__name__)
+
+#: Settling at shutdown gives up after this many failed tries (the leases then expire and
+#: the tasks run again elsewhere: nothing is lost).
+FINAL_SETTLE_TRIES = 5
+
+#: One outcome waiting: its task type, the claims its runner holds (the settled one leaves
+#: them), and the outcome.
+_Item = tuple[str, MutableMapping[int, Any], Outcome]
+
+
+class Outbox:
+    """Outcomes waiting to be settled, and the one flusher that settles them."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self._items: list[_Item] = []
+        self._ready = asyncio.Event()
+        self._lock = asyncio.Lock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def put(self, task_type: str, held: MutableMapping[int, Any], outcome: Outcome) -> None:
+        """Queue an outcome; ``held`` maps the tokens its runner holds, and loses this one
+        once it is settled."""
+        self._items.append((task_type, held, outcome))
+        self._ready.set()
+
+    async def flush_loop(self, store: Store) -> None:
+        """Settle whatever waits, for as long as the worker runs."""
+        errors = 0
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            if await self.settle(store):
+                errors = 0
+            else:
+                errors += 1
+                await asyncio.sleep(store_backoff(errors))
+
+    async def settle(self, store: Store) -> bool:
+        """Send every outcome waiting; False (and they wait on) when the store failed.
+
+        One settle at a time: the shutdown's final flush must not see an empty outbox while
+        the flush loop's call is still in flight, and then cancel that call.
+        """
+        async with self._lock:
+            return await self._settle_now(store)
+
+    async def _settle_now(self, store: Store) -> bool:
+        items, self._items = self._items, []
+        by_type: dict[str, list[_Item]] = {}
+        for item in items:
+            by_type.setdefault(item[0], []).append(item)
+        groups = list(by_type.items())
+        for n, (name, group) in enumerate(groups):
+            try:
+                kept = await store.settle(name, [o for _, _, o in group], self.clock.now_ms())
+            except Exception as exc:
+                log_store_failure(
+                    exc,
+                    "settling %d %s outcomes failed (%s); will try again",
+                    len(group),
+                    name,
+                    exc,
+                )
+                self._items[:0] = [item for _, later in groups[n:] for item in later]
+                self._ready.set()
+                return False
+            _settled(name, group, kept)
+        return True
+
+    async def final_flush(self, store: Store) -> None:
+        """At shutdown: settle what is left, trying a few times."""
+        for tries in range(1, FINAL_SETTLE_TRIES + 1):
+            if await self.settle(store):  # waits for a settle in flight, then sends the rest
+                return
+            await asyncio.sleep(store_backoff(tries))
+        log.error(
+            "%d outcomes could not be settled; their leases will expire and the tasks run again",
+            len(self._items),
+        )
+
+
+def _settled(name: str, group: list[_Item], kept: list[bool]) -> None:
+    for (_, held, outcome), ok in zip(group, kept, strict=True):
+        claim = outcome.claim
+        held.pop(claim.token, None)
+        if not ok and outcome.op != "release":
+            log.warning(
+                "%s/%s: lease lost before its outcome (%s) was kept; another run supersedes it",
+                name,
+                claim.id,
+                outcome.op,
+            )

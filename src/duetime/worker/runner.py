@@ -1,0 +1,188 @@
+"""One task type in a worker: its claim loop, and the runs of what it claimed.
+
+The claim loop sleeps until the earliest due time it knows of (or a wake-up), then claims
+up to its free slots in one round trip. Each claim gets an asyncio task that waits for its
+exact due time, runs it through the executor, and hands the outcome to the outbox.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from duetime.clock import Clock
+from duetime.stores.base import Claim, Outcome, Store
+from duetime.tasktype import TaskType
+from duetime.validate import duration_ms
+from duetime.worker.events import Events, TaskEvent
+from duetime.worker.executor import Executor
+from duetime.worker.failures import log_store_failure, store_backoff
+from duetime.worker.outbox import Outbox
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(eq=False, slots=True)
+class Run:
+    """A claim held by this worker, from its claim until its outcome is settled."""
+
+    claim: Claim
+    early: bool = False  # claimed before it was due (the look-ahead): wait for its time
+    task: asyncio.Task[None] | None = None
+    finished: bool = False
+
+
+@dataclass(eq=False)
+class TypeRunner:
+    """The state of one task type in a worker, and its claim loop.
+
+    It is made with the worker, and given the store's clock, the executor and the outbox
+    (:meth:`attach`) when the worker starts.
+    """
+
+    task_type: TaskType
+    events: Events
+    clock: Clock = field(init=False)
+    executor: Executor = field(init=False)
+    outbox: Outbox = field(init=False)
+    lease_ms: int = field(init=False)
+    timeout: float | None = field(init=False)
+    active: dict[int, Run] = field(default_factory=dict)  # by token: held until settled
+    running: int = 0  # handlers not yet finished
+    signal: asyncio.Event = field(default_factory=asyncio.Event)
+    paused: bool = False
+    stopping: bool = False
+    waiting_for_slot: bool = False
+
+    def __post_init__(self) -> None:
+        policy = self.task_type.policy
+        self.lease_ms = duration_ms("lease", policy.lease)
+        self.timeout = None if policy.timeout is None else policy.timeout.total_seconds()
+
+    def attach(self, clock: Clock, executor: Executor, outbox: Outbox) -> None:
+        self.clock, self.executor, self.outbox = clock, executor, outbox
+
+    @property
+    def name(self) -> str:
+        return self.task_type.name
+
+    async def wait(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less if woken."""
+        try:
+            async with asyncio.timeout(seconds):
+                await self.signal.wait()
+        except TimeoutError:
+            pass
+
+    async def claim_loop(self, store: Store) -> None:
+        task_type, clock = self.task_type, self.clock
+        policy, pacing = task_type.policy, task_type.pacing
+        pause = pacing.pause.total_seconds()
+        idle_ms = duration_ms("max_idle", pacing.max_idle)
+        lookahead_ms = duration_ms("lookahead", pacing.lookahead, allow_zero=True)
+        loop = asyncio.get_running_loop()
+        errors = 0
+        while not self.stopping:
+            self.signal.clear()
+            free = policy.concurrency - self.running
+            if self.paused or free <= 0:
+                self.waiting_for_slot = free <= 0
+                await self.signal.wait()
+                continue
+            limit = min(free, pacing.batch)
+            now_ms = clock.now_ms()
+            try:
+                batch = await store.claim(
+                    task_type.name,
+                    now_ms=now_ms,
+                    limit=limit,
+                    lease_ms=self.lease_ms,
+                    max_stalls=policy.max_stalls,
+                    at_most_once=policy.delivery == "at_most_once",
+                    lookahead_ms=lookahead_ms,
+                )
+            except Exception as exc:  # a worker outlives any failure of its store
+                errors += 1
+                delay = store_backoff(errors)
+                log_store_failure(
+                    exc, "claiming %s failed (%s); again in %.2f s", task_type.name, exc, delay
+                )
+                await self.wait(delay)
+                continue
+            errors = 0
+            if batch.reaped:
+                log.info("%s: %d expired leases reaped", task_type.name, batch.reaped)
+            if self.events.wants("claimed"):
+                for claim in batch.claims:
+                    self.events.emit(
+                        TaskEvent(
+                            "claimed",
+                            task_type.name,
+                            claim.id,
+                            claim.due_ms,
+                            lateness_ms=now_ms - claim.due_ms,
+                        )
+                    )
+            for claim in batch.claims:
+                self.start(loop, claim, early=claim.due_ms > now_ms)
+            if len(batch.claims) == limit:
+                if pause:
+                    await self.wait(pause)
+                continue
+            wait_ms: float = idle_ms
+            if batch.next_ms is not None:
+                # Wake early enough to claim the next task before it is due.
+                wait_ms = min(idle_ms, batch.next_ms - lookahead_ms - clock.now())
+            if wait_ms > 0:
+                await self.wait(wait_ms / 1000)
+
+    def start(self, loop: asyncio.AbstractEventLoop, claim: Claim, *, early: bool) -> None:
+        run = Run(claim, early)
+        self.active[claim.token] = run
+        if self.stopping:
+            # Claimed after the stop began: hand it back without running it.
+            self.finish(run, Outcome("release", claim, claim.due_ms), started=False)
+            return
+        self.running += 1
+        # Not in the task group: one task per handler is the hot path, and shutdown reaches
+        # every one of them through self.active anyway.
+        run.task = loop.create_task(self._execute(run))
+
+    async def _execute(self, run: Run) -> None:
+        try:
+            if run.early:
+                clock, due = self.clock, run.claim.due_ms
+                # Claimed ahead of time: start it when it is due. The loop, because an event
+                # loop timer may fire a fraction of a millisecond early.
+                while (ahead := due - clock.now()) > 0:  # noqa: ASYNC110 - a timer, not a poll
+                    await asyncio.sleep(ahead / 1000)
+            outcome = await self.executor.run(self.task_type, self.timeout, run.claim)
+        except asyncio.CancelledError:
+            # Cut short by the end of the grace period: hand the task back.
+            claim = run.claim
+            self.finish(run, Outcome("release", claim, claim.due_ms))
+            raise
+        self.finish(run, outcome)
+
+    def finish(self, run: Run, outcome: Outcome, started: bool = True) -> None:
+        if started:
+            self.running -= 1
+        run.finished = True
+        self.outbox.put(self.name, self.active, outcome)
+        if self.waiting_for_slot:
+            self.waiting_for_slot = False
+            self.signal.set()
+
+    def stop(self, *, now: bool) -> None:
+        """Stop claiming; with ``now``, cut short what runs (its tasks are handed back)."""
+        self.stopping = True
+        self.signal.set()
+        if now:
+            for run in self.active.values():
+                if run.task is not None and not run.finished:
+                    run.task.cancel()
+
+    def unfinished(self) -> list[asyncio.Task[None]]:
+        """The tasks of the runs still going."""
+        return [r.task for r in self.active.values() if r.task is not None and not r.finished]

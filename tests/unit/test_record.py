@@ -1,0 +1,84 @@
+"""The stored record: its text, its one decoder, and the payload kept as stored."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from duetime.errors import SchemaError
+from duetime.model import Task
+from duetime.record import Record, new_task
+from duetime.triggers.cron.expression import parse_cron
+from duetime.triggers.cron.trigger import CronTrigger
+from duetime.triggers.periodic import Periodic
+
+
+def test_a_record_round_trips_and_writes_only_what_is_set() -> None:
+    text = Record('{"a":1}', Periodic(5, 9), occurrence_ms=3, failures=2).encode()
+    assert text == '{"p":{"a":1},"e":5,"u":9,"o":3,"f":2}'
+    record = Record.decode(text)
+    assert (record.payload, record.trigger, record.occurrence_ms, record.failures) == (
+        {"a": 1},
+        Periodic(5, 9),
+        3,
+        2,
+    )
+    assert Record("{}").encode() == '{"p":{}}'
+
+
+def test_a_cron_schedule_round_trips_in_its_record() -> None:
+    cron = CronTrigger(parse_cron("0 9 * * 1-5", "Europe/Madrid"), "once", missed_count=2)
+    text = Record('{"k":[1]}', cron, occurrence_ms=1000).encode()
+    assert (
+        text
+        == '{"p":{"k":[1]},"c":{"x":"0 9 * * 1-5","z":"Europe/Madrid","m":"once","nm":2},"o":1000}'
+    )
+    assert Record.decode(text) == Record('{"k":[1]}', cron, occurrence_ms=1000)
+
+
+def test_the_payload_keeps_its_stored_text_whatever_is_done_to_the_dict() -> None:
+    record = Record.decode('{"p":{"items":[],"name":"Élodie"},"f":1}')
+    record.payload["items"].append("x")
+    assert record.payload_json == '{"items":[],"name":"Élodie"}'
+    assert Record.decode(record.encode()).payload == {"items": [], "name": "Élodie"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "not json",
+        "[1]",
+        '{"e":1}',
+        '{"p":[]}',
+        '{"p":{},"e":"x"}',
+        '{"p":{}} junk',
+        '{"p":{},"o":1.5}',
+        '{"p":{},"c":[]}',
+        '{"p":{},"c":{"x":"61 * * * *","z":"UTC"}}',
+        '{"p":{},"f":',
+        "[" * 5000,
+    ],
+)
+def test_a_corrupt_record_raises_schema_error(text: str) -> None:
+    with pytest.raises(SchemaError):
+        Record.decode(text)
+
+
+def test_a_record_written_by_something_else_still_reads() -> None:
+    record = Record.decode('  {"f": 2, "p": {"x": 1}} ')
+    assert (record.payload, record.failures, record.payload_json) == ({"x": 1}, 2, '{"x":1}')
+
+
+def test_a_revived_record_counts_its_attempts_afresh_and_keeps_the_rest() -> None:
+    record = Record('{"a":1}', Periodic(5), occurrence_ms=3, failures=4)
+    assert record.revived() == Record('{"a":1}', Periodic(5), occurrence_ms=3)
+
+
+def test_a_new_task_is_checked_and_written_as_a_record() -> None:
+    at = datetime(2031, 5, 4, 9, 30, tzinfo=UTC)
+    task = Task("mail", "t1", at=at, payload={"to": "a@b.c"}, every=None)
+    new = new_task(task, None, 1000)
+    assert (new.id, new.record) == ("t1", '{"p":{"to":"a@b.c"}}')
+    assert new.due_ms == int(at.timestamp() * 1000)
