@@ -35,9 +35,12 @@ _decoder = json.JSONDecoder()
 _scan = _decoder.scan_once  # type: ignore[attr-defined]
 #: How every record duetime writes begins: the payload comes first.
 _HEAD = '{"p":'
+_AFTER_HEAD = len(_HEAD)
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: a frozen dataclass costs three times as much to make, and a record is made
+# for every task on the hot paths. Nothing changes a record once it is made: see revived().
+@dataclass(slots=True)
 class Record:
     """A task's stored record, decoded.
 
@@ -59,12 +62,13 @@ class Record:
         """The payload, decoded once: the dict a handler is given (and may change)."""
         payload = self._payload
         if payload is None:
-            payload = json.loads(self.payload_json)
-            object.__setattr__(self, "_payload", payload)
+            payload = self._payload = json.loads(self.payload_json)
         return payload
 
     def encode(self) -> str:
         """The record's text, as stored."""
+        if self.trigger is None and self.occurrence_ms is None and not self.failures:
+            return _HEAD + self.payload_json + "}"  # a one-off task's first attempt
         parts = [_HEAD, self.payload_json]
         if self.trigger is not None:
             parts.append(self.trigger.fields())
@@ -93,15 +97,15 @@ class Record:
         """
         if text.startswith(_HEAD):
             try:
-                payload, end = _scan(text, len(_HEAD))
+                payload, end = _scan(text, _AFTER_HEAD)
             except (StopIteration, ValueError, RecursionError):
                 payload, end = None, 0
             if type(payload) is dict:
                 if end == len(text) - 1 and text[end] == "}":
-                    return cls(text[len(_HEAD) : end], _payload=payload)  # the common case
+                    return cls(text[_AFTER_HEAD:end], None, None, 0, payload)  # the common case
                 if text.startswith(",", end):
                     rest = _parse("{" + text[end + 1 :])
-                    return cls._with_fields(text[len(_HEAD) : end], payload, rest)
+                    return cls._with_fields(text[_AFTER_HEAD:end], payload, rest)
         # Not as duetime writes records (spaces, another order): read it the long way.
         doc = _parse(text)
         payload = doc.pop("p", None) if type(doc) is dict else None
