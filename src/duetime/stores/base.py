@@ -2,13 +2,14 @@
 
 A store keeps, per task type, tasks in one of three states: ``due`` (waiting for their time),
 ``running`` (claimed under a lease) and ``dead`` (given up, kept for inspection). It moves
-ids, epoch milliseconds and opaque record strings (JSON built by :mod:`duetime.codec`); it
-never imports task code and never interprets a payload.
+ids, epoch milliseconds and opaque record strings (JSON built by :mod:`duetime.record`);
+it never imports task code and never interprets a payload.
 
 Every method that changes state is atomic and may be run twice with the same result, since
 a client may resend a command whose reply was lost. Driver exceptions never escape a store:
-they are turned into :class:`~duetime.errors.StoreUnavailable` or
-:class:`~duetime.errors.StoreError`.
+they are turned into :class:`~duetime.errors.StoreUnavailable`,
+:class:`~duetime.errors.StoreRefused` (arguments or data it cannot use, refused before any
+write) or :class:`~duetime.errors.StoreError`.
 """
 
 from __future__ import annotations

@@ -45,8 +45,8 @@ async def serve_until_signalled(worker: Worker) -> None:
 
 
 def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """uvloop's event loop when it is installed (it runs the worker about 1.5 times as
-    fast on this kind of machine), else None for asyncio's own."""
+    """uvloop's event loop when it is installed (it runs a busy worker markedly faster:
+    docs/performance.md), else None for asyncio's own."""
     try:
         import uvloop
     except ImportError:
@@ -63,8 +63,8 @@ def tune_gc() -> None:
 
     Python's collector runs every 700 allocations and, in its older generations, walks
     every object the process has, modules and classes included. A worker allocates a few
-    short-lived objects per task, so at 20,000 tasks a second the collector took about a
-    fifth of the worker's time on this kind of machine. Two standard remedies: freeze what
+    short-lived objects per task, so at high rates the collector takes a large share of
+    the worker's time (docs/performance.md). Two standard remedies: freeze what
     exists now (the imported code, the app) so that collections skip it, and collect the
     young generation every 10,000 allocations instead of 700. Cycles are still collected.
     """

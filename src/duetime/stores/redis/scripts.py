@@ -5,10 +5,10 @@ report refusals as a reply ``[code, detail]`` with a negative code, before writi
 anything; :func:`check_reply` turns those into :class:`~duetime.errors.StoreRefused`.
 
 Scripts are sent on the hot paths (schedule, claim, settle), so :class:`ScriptRunner` sends
-them with the command packed by hiredis, in C: redis-py packs arguments in Python, which on
-this kind of machine costs more than the round trip. The runner keeps the connections it
-has used rather than handing them back to the pool after each call, because redis-py 8's
-pool records every take and return for its metrics, about a tenth of a call's CPU. Every
+them with the command packed by hiredis, in C: redis-py packs arguments in Python, which
+costs more than the round trip. The runner keeps the connections it has used rather than
+handing them back to the pool after each call, because redis-py 8's pool records every take
+and return for its metrics, a measurable share of a call's CPU (docs/performance.md). Every
 script gives the same result when run twice, so a call that met a dropped connection is
 sent again.
 """
@@ -83,8 +83,8 @@ def check_reply(reply: Any) -> Any:
 class _Deadlines:
     """Cuts short the calls that run past CALL_TIMEOUT_SECONDS.
 
-    ``asyncio.timeout()`` sets and cancels a timer for every call, about 4 us here, a few
-    per cent of a round trip. This rounds each call's deadline up to a whole second of the
+    ``asyncio.timeout()`` sets and cancels a timer for every call, a measurable share of a
+    round trip. This rounds each call's deadline up to a whole second of the
     loop's clock and keeps one timer per such second, which cancels the calls of that
     second still waiting. ``with deadlines.watch():`` around a call turns that cancellation
     into a TimeoutError, and lets any other cancellation through.

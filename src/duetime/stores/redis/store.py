@@ -54,8 +54,9 @@ CLAIM_REPLAY_MS = 15_000
 SCHEDULE_WINDOW = 3
 #: schedule.lua leaves a resend marker for tasks due within a minute by the server's clock.
 #: A call whose tasks are all due later than this, by the server's clock as the store last
-#: read it, leaves out the marker's key, and the script neither reads the clock nor marks:
-#: a tenth of a call's cost. The rest of the ten minutes is slack for a clock that moved.
+#: read it, leaves out the marker's key, and the script neither reads the clock nor marks,
+#: which saves part of the call's cost. The rest of the ten minutes is slack for a clock
+#: that moved.
 MARKER_HORIZON_MS = 10 * 60_000
 #: Most outcomes settled by one script call, for the same reasons.
 SETTLE_CHUNK = 500

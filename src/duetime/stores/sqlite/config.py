@@ -14,11 +14,11 @@ Synchronous = Literal["full", "normal"]
 
 #: Durable by default: with FULL, SQLite syncs the WAL at every commit, and a simulated
 #: power cut lost no acknowledged commit; with NORMAL it lost every one since the last
-#: checkpoint (research/reliability.md, E-j), for about ten times the commits a second.
+#: checkpoint, for many more commits a second (docs/performance.md).
 DEFAULT_SYNCHRONOUS: Synchronous = "full"
 #: How long a write waits for another connection's write lock before the store gives up
-#: with StoreUnavailable. Writes hold the lock for about a millisecond, a big batch for
-#: some tens, so five seconds means something is wrong rather than busy.
+#: with StoreUnavailable. A write holds the lock briefly, even a big batch for well under a
+#: second, so five seconds means something is wrong rather than busy.
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 #: The longest wait accepted: beyond it a worker would look hung rather than failed.
 MAX_BUSY_TIMEOUT_MS = 600_000
@@ -34,7 +34,7 @@ class SqliteConfig:
         path: the database file, made absolute when the URL was parsed.
         namespace: keeps several apps apart in one file.
         synchronous: ``"full"`` (the default: an acknowledged write survives a power cut)
-            or ``"normal"`` (about ten times the commits a second, but a power cut or OS
+            or ``"normal"`` (many more commits a second, but a power cut or OS
             crash may lose what was written since the last checkpoint; a crash of the
             process alone loses nothing).
         busy_timeout_ms: how long a write waits for the lock held by another connection

@@ -24,16 +24,16 @@ T = TypeVar("T")
 #: FROM (3.33).
 MIN_SQLITE = (3, 35, 0)
 #: A busy file is retried by this module, not by SQLite's busy handler, whose sleeps grow
-#: to 100 ms: a write holds the lock for about a millisecond, so short jittered waits
+#: to 100 ms: a write holds the lock only briefly, so short jittered waits
 #: (doubling from the first to the cap) hand the lock over sooner and more fairly.
 RETRY_FIRST_SECONDS = 0.0002
 RETRY_CAP_SECONDS = 0.004
 #: After a checkpoint the WAL file is truncated to this size, so that one big batch does
 #: not leave a big WAL file behind.
 JOURNAL_SIZE_LIMIT = 64 * 1024 * 1024
-#: The page cache of the store's connection, in KiB (SQLite's default is 2 MiB): a batch of
-#: 20,000 tasks dirties about 6 MiB of pages, and a cache that holds them all writes each
-#: page to the WAL once, at commit, rather than spilling it midway (about 15% faster).
+#: The page cache of the store's connection, in KiB (SQLite's default is 2 MiB): a big batch
+#: dirties several MiB of pages, and a cache that holds them all writes each page to the WAL
+#: once, at commit, rather than spilling it midway (faster: docs/performance.md).
 CACHE_KIB = 16 * 1024
 
 _UNAVAILABLE = ("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_PROTOCOL")

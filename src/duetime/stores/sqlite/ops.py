@@ -20,8 +20,8 @@ Wake = tuple[str, int, int]
 _LISTS = {"due": Q.list_due, "running": Q.list_running, "dead": Q.list_dead}
 #: Tasks written by one statement of a big batch: the sqlite3 module spends about as long
 #: per executemany() row as SQLite spends inserting it, so one statement with many rows
-#: writes a batch about twice as fast (4 parameters a task stays far under SQLite's limit
-#: of 32,766).
+#: writes a batch much faster (docs/performance.md). 4 parameters a task stays far under
+#: SQLite's limit of 32,766.
 SCHEDULE_ROWS = 256
 _SCHEDULE_MANY = repeat_row(Q.schedule, "(?, ?, ?, ?)", SCHEDULE_ROWS)
 #: One task of ``only_new``: schedule.sql, where the id holds no task yet. A row without a

@@ -9,10 +9,10 @@
 -- the current occurrence) and e:<id> (the last error).
 --
 -- Redis keeps a small hash with short values as a listpack, where a bulk HSET costs O(n)
--- per field (measured: 4 us a field for 500 fields, against 0.3 us in a hash table). The
--- lease hash churns between empty and a claim batch, so it holds a sentinel field with a
--- long value that keeps it a hash table for good. The value is built by the one script that
--- writes it, not here: string.rep of 1 KB costs about 8 us, a quarter of a schedule call.
+-- per field, against O(1) in a hash table (docs/performance.md). The lease hash churns
+-- between empty and a claim batch, so it holds a sentinel field with a long value that
+-- keeps it a hash table for good. The value is built by the one script that writes it, not
+-- here: building a 1 KB string is a noticeable part of a schedule call.
 local SENTINEL = '\0sentinel'
 local function sentinel_value()
   return string.rep('-', 1024)
