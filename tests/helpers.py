@@ -27,18 +27,22 @@ async def running(app: duetime.App, **options: Any) -> AsyncIterator[duetime.Wor
 
 
 async def eventually(
-    check: Callable[[], bool | Awaitable[bool]], within: float = 5.0, every: float = 0.01
-) -> None:
-    """Wait until ``check()`` is true; fail with a clear message after ``within`` seconds."""
-    deadline = time.monotonic() + within
+    check: Callable[[], bool | Awaitable[bool]],
+    within: float = 5.0,
+    what: str = "condition",
+    every: float = 0.01,
+) -> float:
+    """Wait until ``check()`` (sync or async) is true, and return the seconds it took; fail
+    naming ``what`` after ``within`` seconds."""
+    start = time.monotonic()
     while True:
         result = check()
         if not isinstance(result, bool):
             result = await result
         if result:
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {within} s")
+            return time.monotonic() - start
+        if time.monotonic() - start > within:
+            raise AssertionError(f"{what} not met within {within} s")
         await asyncio.sleep(every)
 
 
@@ -52,3 +56,19 @@ def record_text(
     """A task's record as duetime stores it."""
     trigger = None if every_ms is None else Periodic(every_ms)
     return Record(payload_json, trigger, occurrence_ms, failures).encode()
+
+
+async def has_state(app: duetime.App, task_type: str, task_id: str, state: str) -> bool:
+    """Whether the task exists in ``state``."""
+    info = await app.get(task_type, task_id)
+    return info is not None and info.state == state
+
+
+async def is_gone(app: duetime.App, task_type: str, task_id: str) -> bool:
+    """Whether no task has this id any more."""
+    return await app.get(task_type, task_id) is None
+
+
+async def count_is(app: duetime.App, task_type: str, state: str, n: int) -> bool:
+    """Whether ``n`` tasks of the type are in ``state``."""
+    return (await app.counts(task_type))[state] == n  # type: ignore[index]

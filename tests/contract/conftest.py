@@ -31,5 +31,5 @@ async def app(store_url: str, namespace: str) -> AsyncIterator[duetime.App]:
 
 
 @pytest.fixture
-async def store(app: duetime.App) -> duetime.stores.base.Store:  # type: ignore[name-defined]
+async def store(app: duetime.App) -> duetime.stores.base.Store:
     return await app.open()

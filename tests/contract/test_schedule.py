@@ -93,7 +93,7 @@ async def test_submit_gives_up_when_every_id_drawn_is_taken(
 
 async def test_only_new_reports_ids_another_task_holds(
     app: duetime.App,
-    store: duetime.stores.base.Store,  # type: ignore[name-defined]
+    store: duetime.stores.base.Store,
 ) -> None:
     """The store's side of submit: an id in use is left alone and returned, unless the
     task under it has the very record given (then it is this task, sent twice)."""

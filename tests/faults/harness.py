@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,25 +200,6 @@ class Workers:
     def cleanup(self) -> None:
         for worker in self.started:
             worker.cleanup()
-
-
-async def eventually(
-    check: Callable[[], bool | Awaitable[bool]],
-    within: float,
-    what: str,
-    interval: float = 0.02,
-) -> float:
-    """Poll ``check`` until it is true; the seconds it took. Fails after ``within`` s."""
-    start = time.monotonic()
-    while True:
-        result = check()
-        if not isinstance(result, bool):
-            result = await result
-        if result:
-            return time.monotonic() - start
-        if time.monotonic() - start > within:
-            raise AssertionError(f"not within {within} s: {what}")
-        await asyncio.sleep(interval)
 
 
 def redis_time_ms(client: redis.Redis) -> float:

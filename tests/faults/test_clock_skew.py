@@ -11,7 +11,8 @@ import pytest
 import redis
 
 import duetime
-from tests.faults.harness import Workers, by_task, eventually, redis_time_ms, wall_ms
+from tests.faults.harness import Workers, by_task, redis_time_ms, wall_ms
+from tests.helpers import eventually
 
 SKEW_S = 3600.0
 #: A handler may start this much before its due time (by Redis TIME): none, but for the

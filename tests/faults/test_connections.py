@@ -12,7 +12,8 @@ import redis.asyncio as aredis
 
 import duetime
 from duetime.stores.redis import scripts
-from tests.faults.harness import ReplyDropProxy, Workers, by_task, counts, eventually
+from tests.faults.harness import ReplyDropProxy, Workers, by_task, counts
+from tests.helpers import eventually
 from tests.servers import RedisServer
 
 

@@ -10,7 +10,8 @@ import signal
 import pytest
 
 import duetime
-from tests.faults.harness import WorkerProcess, Workers, by_task, counts, eventually, wall_ms
+from tests.faults.harness import WorkerProcess, Workers, by_task, counts, wall_ms
+from tests.helpers import eventually
 
 LEASE = 1.0
 

@@ -8,7 +8,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import duetime
-from tests.faults.harness import Workers, counts, eventually
+from tests.faults.harness import Workers, counts
+from tests.helpers import eventually
 
 N = 10_000
 

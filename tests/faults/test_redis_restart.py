@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 
 import duetime
-from tests.faults.harness import Workers, by_task, counts, eventually, wall_ms
+from tests.faults.harness import Workers, by_task, counts, wall_ms
+from tests.helpers import eventually
 from tests.servers import RedisServer
 
 LEASE = 5.0

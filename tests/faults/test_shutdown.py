@@ -9,7 +9,8 @@ import time
 import pytest
 
 import duetime
-from tests.faults.harness import WorkerProcess, Workers, by_task, counts, eventually
+from tests.faults.harness import WorkerProcess, Workers, by_task, counts
+from tests.helpers import eventually
 
 #: Long enough that a task left in running would visibly stay there for the whole test.
 LONG_LEASE = 30.0

@@ -15,7 +15,7 @@ from duetime.stores.redis.connection import RedisConfig
 from duetime.stores.redis.keys import type_keys, wake_channel
 from duetime.stores.redis.server import check_server
 from duetime.stores.redis.store import MARKER_HORIZON_MS, RedisStore
-from tests.helpers import eventually, record_text
+from tests.helpers import eventually, record_text, running
 from tests.servers import RedisServer
 
 T0 = 1_900_000_000_000
@@ -147,7 +147,7 @@ async def test_workers_are_woken_only_by_a_new_earliest_task(
             if msg is not None:
                 messages.append(msg["data"])
     finally:
-        await pubsub.aclose()
+        await pubsub.aclose()  # type: ignore[no-untyped-call]
     assert messages == [f"mail {T0}", f"mail {T0 - 5}"]
 
 
@@ -157,14 +157,14 @@ async def test_listen_reports_wake_ups_and_looks_again_after_a_reconnect(
     seen: list[tuple[str, int]] = []
     listener = asyncio.create_task(store.listen(lambda t, ms: seen.append((t, ms))))
     try:
-        await _until(lambda: ("*", 0) in seen)
+        await eventually(lambda: ("*", 0) in seen)
         await store.schedule("mail", [NewTask("a", T0, REC)])
-        await _until(lambda: ("mail", T0) in seen)
+        await eventually(lambda: ("mail", T0) in seen)
         seen.clear()
         await raw.client_kill_filter(_type="pubsub")
-        await _until(lambda: ("*", 0) in seen)
+        await eventually(lambda: ("*", 0) in seen)
         await store.schedule("mail", [NewTask("b", T0 - 1, REC)])
-        await _until(lambda: ("mail", T0 - 1) in seen)
+        await eventually(lambda: ("mail", T0 - 1) in seen)
     finally:
         listener.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -193,11 +193,8 @@ async def test_a_server_without_an_append_only_file_is_warned_about(
     async def handler(payload: dict[str, object]) -> None: ...
 
     caplog.set_level(logging.WARNING, logger="duetime")
-    worker = app.worker()
-    task = asyncio.create_task(worker.run())
-    await asyncio.wait_for(worker.started.wait(), 5)
-    worker.stop()
-    await task
+    async with running(app):
+        pass
     await app.close()
     assert any("append-only file" in r.getMessage() for r in caplog.records)
 
@@ -223,11 +220,6 @@ async def test_an_unreachable_redis_is_store_unavailable(namespace: str) -> None
     app = duetime.App(f"redis://127.0.0.1:{free_port()}/0", namespace=namespace)
     with pytest.raises(duetime.StoreUnavailable):
         await app.open()
-
-
-async def _until(check: object, within: float = 3.0) -> None:
-
-    await eventually(check, within=within)  # type: ignore[arg-type]
 
 
 async def test_a_resent_claim_returns_the_same_claims(store: RedisStore, namespace: str) -> None:

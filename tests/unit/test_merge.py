@@ -73,7 +73,7 @@ def test_merging_nothing_or_itself_changes_nothing(base: dict[str, Any]) -> None
 
 
 def _containers(value: Any) -> list[Any]:
-    found = []
+    found: list[Any] = []
     if isinstance(value, dict):
         found.append(value)
         for item in value.values():
