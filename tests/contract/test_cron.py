@@ -11,7 +11,7 @@ import pytest
 
 import duetime
 from duetime.record import Record
-from duetime.stores.base import NewTask
+from duetime.stores.base import NewTask, Outcome
 from duetime.triggers.cron.expression import parse_cron
 from tests.helpers import eventually, running
 
@@ -265,3 +265,32 @@ async def test_a_failing_tick_is_retried_then_filed_and_the_schedule_goes_on(
     assert attempts[2][0] != first and attempts[2][1] == 1
     assert [d.task_id for d in dead] == [first]
     assert dead[0].error == "RuntimeError: tick failed"
+
+
+async def test_a_dead_schedule_retried_by_hand_is_a_schedule_again(app: duetime.App) -> None:
+    ticks: list[str] = []
+
+    @app.task("ticker")
+    async def ticker(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        ticks.append(ctx.occurrence)
+
+    await app.add_cron("everySecond", EVERY_SECOND, task="ticker")
+    # A worker held the schedule and it went to the dead letters (at-most-once, or stalled
+    # past max_stalls): what the store does to it, done here by hand.
+    store = await app.open()
+    now = await app.now_ms()
+    (held,) = (
+        await store.claim(
+            "ticker", now_ms=now + 2000, limit=1, lease_ms=1000, max_stalls=0, at_most_once=True
+        )
+    ).claims
+    await store.settle("ticker", [Outcome("dead", held, None, held.record, "stalled")], now)
+    info = await app.get("ticker", "everySecond")
+    assert info is not None and info.state == "dead"
+
+    await app.retry("ticker", "everySecond")
+    async with running(app):
+        await eventually(lambda: len(set(ticks)) >= 2, within=5)
+
+    (schedule,) = await app.crons()
+    assert (schedule.name, schedule.stored, schedule.paused) == ("everySecond", True, False)

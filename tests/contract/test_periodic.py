@@ -1,0 +1,136 @@
+"""Periodic tasks on each store: phase, the end date, the reschedule hook, failed occurrences."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+import duetime
+from duetime.clock import from_ms
+from tests.helpers import eventually, is_gone, running
+
+FAST = duetime.Backoff(base=timedelta(milliseconds=20), jitter=0)
+
+
+async def test_a_periodic_task_runs_every_period_without_drift_until_its_end(
+    app: duetime.App,
+) -> None:
+    dues: list[datetime] = []
+
+    @app.task("tick")
+    async def tick(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        dues.append(ctx.due)
+        await asyncio.sleep(0.03)  # a run that takes time must not shift the next one
+
+    start = from_ms(await app.now_ms() + 200)
+    async with running(app):
+        await app.schedule(
+            "tick",
+            "t",
+            at=start,
+            every=timedelta(milliseconds=150),
+            until=start + timedelta(milliseconds=460),
+        )
+        await eventually(lambda: is_gone(app, "tick", "t"), within=5)
+
+    assert dues == [start + timedelta(milliseconds=150 * n) for n in range(4)]
+
+
+async def test_the_reschedule_hook_deep_merges_changes_and_can_end_the_series(
+    app: duetime.App,
+) -> None:
+    payloads: list[dict[str, Any]] = []
+
+    @app.task("series")
+    async def series(payload: dict[str, Any]) -> None:
+        payloads.append(payload)
+        payload["mutated"] = True  # the handler's copy; must not leak into the next one
+
+    @series.reschedule
+    async def check(payload: dict[str, Any], ctx: duetime.Context) -> Any:
+        if payload["cfg"]["round"] >= 3:
+            return False
+        return duetime.Reschedule(
+            payload={
+                "cfg": {"round": payload["cfg"]["round"] + 1},
+                "tags": ["r" + str(payload["cfg"]["round"])],
+            }
+        )
+
+    async with running(app):
+        await app.schedule(
+            "series",
+            "s",
+            every=timedelta(milliseconds=50),
+            payload={"cfg": {"round": 1, "keep": "me"}, "tags": ["a", "b"]},
+        )
+        await eventually(lambda: is_gone(app, "series", "s"))
+
+    assert [p["cfg"] for p in payloads] == [{"round": n, "keep": "me"} for n in (1, 2, 3)]
+    assert [p["tags"] for p in payloads] == [["a", "b"], ["r1"], ["r2"]]
+
+
+async def test_a_failing_hook_does_not_end_the_series(app: duetime.App) -> None:
+    runs: list[int] = []
+
+    @app.task("hooked")
+    async def hooked(payload: dict[str, Any]) -> None:
+        runs.append(1)
+
+    @hooked.reschedule
+    def broken(payload: dict[str, Any]) -> Any:
+        raise RuntimeError("hook bug")
+
+    async with running(app):
+        await app.schedule("hooked", "h", every=timedelta(milliseconds=50))
+        await eventually(lambda: len(runs) >= 3)
+    info = await app.get("hooked", "h")
+    assert info is not None and info.state == "due"
+
+
+async def test_a_failed_occurrence_is_dead_lettered_and_the_series_goes_on(
+    app: duetime.App,
+) -> None:
+    runs: list[datetime] = []
+
+    @app.task("report", retries=0)
+    async def report(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        runs.append(ctx.due)
+        if len(runs) == 1:
+            raise RuntimeError("first occurrence fails")
+
+    async with running(app):
+        await app.schedule("report", "daily", every=timedelta(milliseconds=100))
+        await eventually(lambda: len(runs) >= 3)
+        dead = await app.list("report", "dead")
+
+    first_ms = int(runs[0].timestamp() * 1000)
+    assert [d.task_id for d in dead] == [f"daily@{first_ms}"]
+    assert dead[0].error == "RuntimeError: first occurrence fails"
+    assert runs[1] - runs[0] == timedelta(milliseconds=100)
+
+
+async def test_a_series_retry_sees_the_payload_the_last_reschedule_left(
+    app: duetime.App,
+) -> None:
+    seen: list[dict[str, Any]] = []
+
+    @app.task("growing", retries=1, backoff=FAST)
+    async def growing(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        seen.append(json.loads(json.dumps(payload)))
+        payload["round"] = -1
+        if len(seen) == 2:
+            raise RuntimeError("the second occurrence fails once")
+
+    @growing.reschedule
+    def next_round(payload: dict[str, Any]) -> duetime.Reschedule | bool:
+        return duetime.Reschedule(payload={"round": payload["round"] + 1})
+
+    async with running(app):
+        await app.schedule("growing", "g", every=timedelta(milliseconds=100), payload={"round": 1})
+        await eventually(lambda: len(seen) >= 4)
+        await app.cancel("growing", "g")
+
+    assert seen[:4] == [{"round": 1}, {"round": 2}, {"round": 2}, {"round": 3}]
