@@ -3,13 +3,18 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: install check test test-pythons bench demo clean
+.PHONY: package install check test test-pythons bench demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-install: $(BIN)/python
+# The package alone: all the demo runs.
+package: $(BIN)/python
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+
+# The development tools too, and the redis-server the tests start.
+install: package
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@scripts/ensure-redis
 
@@ -37,7 +42,7 @@ test-pythons:
 bench: install
 	$(BIN)/python bench/bench.py
 
-demo: install
+demo: package
 	$(BIN)/python examples/series_premiere.py
 
 clean:

@@ -1,4 +1,5 @@
-"""The source design's example: remind subscribers, every week, that a series is coming.
+"""Remind subscribers, every week, that a series is coming: the example of the Redis
+sorted-set scheduler whose API duetime keeps compatible in spirit.
 
 Run it with ``make demo`` (or ``python examples/series_premiere.py``). It uses the embedded
 default store, a SQLite file ``duetime.db`` in the working directory, so it needs no server;
@@ -30,7 +31,7 @@ async def send_series_starts_email(payload: dict[str, Any], ctx: duetime.Context
 
 @send_series_starts_email.reschedule
 def still_before_premiere(payload: dict[str, Any]) -> duetime.Reschedule | bool:
-    """The source design's checkBeforeReschedule: go on until the premiere week."""
+    """That scheduler's checkBeforeReschedule: go on until the premiere week."""
     if payload["weeksLeft"] <= 1:
         return False
     # Deep-merged into the stored payload: the emails list and the name are kept.
