@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 import duetime
+from tests.helpers import eventually, running
 
 AT = datetime(2031, 5, 4, 9, 30, tzinfo=UTC)
 
@@ -214,3 +216,24 @@ async def test_code_that_is_not_async_uses_the_blocking_client(app: duetime.App)
 
     with pytest.raises(duetime.UnknownTaskType):
         await asyncio.to_thread(unknown_type)
+
+
+async def test_a_client_without_handlers_schedules_what_an_app_runs(
+    app: duetime.App, store_url: str
+) -> None:
+    ran: list[dict[str, Any]] = []
+
+    @app.task("job")
+    async def job(payload: dict[str, Any]) -> None:
+        ran.append(payload)
+
+    producer = duetime.Client(store_url, namespace=app.namespace)
+    producer.declare("job")
+    try:
+        async with running(app):
+            await producer.schedule("job", "j1", payload={"n": 1})
+            await eventually(lambda: ran == [{"n": 1}])
+        with pytest.raises(duetime.UnknownTaskType):
+            await producer.schedule("jobb", "j2")
+    finally:
+        await producer.close()

@@ -1,0 +1,70 @@
+"""A task type: how its handler is called, its reschedule hook, and its own schedule call."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+import duetime
+from duetime.model import Pacing, TaskPolicy
+from duetime.tasktype import TaskType, call_mode
+
+
+def test_the_call_mode_follows_the_signature() -> None:
+    assert call_mode(lambda payload: None, cron=False) == "payload"
+    assert call_mode(lambda ctx: None, cron=True) == "ctx"
+    assert call_mode(lambda payload, ctx: None, cron=False) == "both"
+    assert call_mode(lambda *args: None, cron=True) == "both"
+    with pytest.raises(duetime.ValidationError, match=r"\(payload\) or \(payload, ctx\)"):
+        call_mode(lambda: None, cron=False)
+    with pytest.raises(duetime.ValidationError, match="must be callable"):
+        call_mode("not a function", cron=False)  # type: ignore[arg-type]
+
+
+def test_a_task_type_is_called_like_its_handler() -> None:
+    task_type = TaskType("t", lambda payload: payload["n"] + 1, TaskPolicy(), Pacing())
+    assert task_type({"n": 1}) == 2
+    assert task_type.args({"n": 1}, "ctx") == ({"n": 1},)
+    declared = TaskType("d", None, TaskPolicy(), Pacing())
+    with pytest.raises(TypeError, match="declared without a handler"):
+        declared({})
+
+
+async def test_the_hook_is_asked_sync_or_async_with_or_without_the_context() -> None:
+    task_type = TaskType("t", lambda payload: None, TaskPolicy(), Pacing())
+    assert await task_type.ask_hook({}, "ctx") is True  # no hook: go on
+
+    @task_type.reschedule
+    def sync_hook(payload: dict[str, Any]) -> bool:
+        return bool(payload["go"])
+
+    assert await task_type.ask_hook({"go": False}, "ctx") is False
+
+    seen: list[Any] = []
+
+    @task_type.reschedule
+    async def async_hook(payload: dict[str, Any], ctx: Any) -> bool:
+        seen.append(ctx)
+        return bool(payload["go"])
+
+    assert await task_type.ask_hook({"go": True}, "ctx") is True
+    assert seen == ["ctx"]
+    with pytest.raises(duetime.ValidationError, match="must be callable"):
+        task_type.reschedule(42)  # type: ignore[arg-type]
+
+
+async def test_a_type_schedules_through_its_app() -> None:
+    calls: list[tuple[str, str, dict[str, Any]]] = []
+    at = datetime(2031, 1, 1, tzinfo=UTC)
+
+    async def scheduler(task_type: str, task_id: str, **options: Any) -> datetime:
+        calls.append((task_type, task_id, options))
+        return at
+
+    task_type = TaskType("t", lambda payload: None, TaskPolicy(), Pacing(), scheduler=scheduler)
+    assert await task_type.schedule("a", at=at) == at
+    assert calls == [("t", "a", {"at": at})]
+    with pytest.raises(TypeError, match="belongs to no app"):
+        await TaskType("x", None, TaskPolicy(), Pacing()).schedule("a")
