@@ -60,3 +60,36 @@ async def test_a_batch_item_that_is_not_a_task_is_refused(app: duetime.App) -> N
         await app.schedule_many([duetime.Task("mail", "a", at=AT), ("mail", "b")])  # type: ignore[list-item]
     assert caught.value.field == "tasks[1]"
     assert (await app.counts("mail"))["due"] == 0
+
+
+LONE = "\ud800"  # a lone surrogate: a str, but not text UTF-8 can carry
+
+
+async def test_text_that_utf8_cannot_carry_is_refused_by_name(app: duetime.App) -> None:
+    calls = {
+        "schedule id": (lambda: app.schedule("mail", "a" + LONE, at=AT), "task_id"),
+        "schedule payload": (lambda: app.schedule("mail", "a", payload={"x": LONE}), "payload"),
+        "payload key": (lambda: app.schedule("mail", "a", payload={LONE: 1}), "payload"),
+        "submit payload": (lambda: app.submit("mail", payload={"x": [LONE]}), "payload"),
+        "get": (lambda: app.get("mail", LONE), "task_id"),
+        "cancel": (lambda: app.cancel("mail", LONE), "task_id"),
+        "type": (lambda: app.schedule(LONE, "a"), "task_type"),
+    }
+    for what, (call, field) in calls.items():
+        with pytest.raises(duetime.ValidationError) as caught:
+            await call()
+        assert caught.value.field == field, what
+    assert await app.counts("mail") == {"due": 0, "running": 0, "dead": 0}
+
+
+async def test_a_batch_with_one_payload_utf8_cannot_carry_writes_nothing(
+    app: duetime.App,
+) -> None:
+    tasks = [duetime.Task("mail", f"t{i}", at=AT, payload={"i": i}) for i in range(1500)]
+    tasks[1200] = duetime.Task("mail", "t1200", at=AT, payload={"text": "caf" + LONE})
+
+    with pytest.raises(duetime.PayloadError) as caught:
+        await app.schedule_many(tasks)
+
+    assert caught.value.field == "tasks[1200].payload"
+    assert await app.counts("mail") == {"due": 0, "running": 0, "dead": 0}

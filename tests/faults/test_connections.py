@@ -4,6 +4,7 @@ and again, while tasks flow; and wake-ups that still arrive right after a pub/su
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
@@ -13,7 +14,7 @@ import redis.asyncio as aredis
 import duetime
 from duetime.stores.redis import scripts
 from tests.faults.harness import ReplyDropProxy, Workers, by_task, counts
-from tests.helpers import eventually
+from tests.helpers import eventually, running
 from tests.servers import RedisServer
 
 
@@ -280,4 +281,48 @@ async def test_a_claim_whose_reply_was_lost_runs_its_tasks_once_at_once(
         await eventually(settled, 5, "its outcome settled")
     finally:
         await app.close()
+        proxy.close()
+
+
+@pytest.mark.slow
+async def test_a_settle_sent_again_after_its_reply_was_lost_keeps_its_outcome(
+    redis_server: RedisServer,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The reply to a settle never comes (a network that drops packets): the call runs out
+    of time and goes again. The second send finds the outcome the first one kept: the task
+    ran once, and no lease is reported lost."""
+    monkeypatch.setattr(scripts, "CALL_TIMEOUT_SECONDS", 0.5)
+    proxy = ReplyDropProxy(redis_server.port).start()
+    worker_app = duetime.App(proxy.url, namespace=namespace)
+    producer = duetime.App(redis_server.url, namespace=namespace)
+    producer.declare("work")
+    runs: list[str] = []
+
+    @worker_app.task("work")
+    async def work(payload: dict[str, object], ctx: duetime.Context) -> None:
+        runs.append(ctx.task_id)
+        if ctx.task_id == "once":  # "warm" loaded the settle script first
+            proxy.drop_next(hold=60)  # the next reply, the settle's, is swallowed
+
+    async def settled() -> bool:
+        return (await producer.counts("work")) == {"due": 0, "running": 0, "dead": 0}
+
+    try:
+        with caplog.at_level(logging.WARNING, logger="duetime"):
+            async with running(worker_app):
+                await producer.schedule("work", "warm")
+                await eventually(settled, 5, "the warm-up ran")
+                await producer.schedule("work", "once")
+                await eventually(lambda: proxy.dropped == 1, 5, "the settle's reply was lost")
+                await eventually(settled, 5, "its outcome kept")
+                await asyncio.sleep(0.3)
+        assert runs == ["warm", "once"]
+        lost = [r.getMessage() for r in caplog.records if "lease lost" in r.getMessage()]
+        assert lost == []
+    finally:
+        await worker_app.close()
+        await producer.close()
         proxy.close()

@@ -16,6 +16,7 @@ from duetime.stores.redis.keys import type_keys, wake_channel
 from duetime.stores.redis.server import check_server
 from duetime.stores.redis.store import MARKER_HORIZON_MS, RedisStore
 from tests.helpers import eventually, record_text, running
+from tests.hostile import RawRedis
 from tests.servers import RedisServer
 
 T0 = 1_900_000_000_000
@@ -325,3 +326,26 @@ async def test_a_resent_submit_answers_as_the_first_send_did(
 
     assert await store._run("schedule", keys, args) == [0, "held"]
     assert await store.get("mail", "fresh") is None
+
+
+async def test_a_wake_up_message_that_does_not_decode_is_ignored(
+    redis_url: str, namespace: str
+) -> None:
+    app = duetime.App(redis_url, namespace=namespace)
+    ran: list[str] = []
+
+    @app.task("job")
+    async def job(payload: dict[str, object]) -> None:
+        ran.append("job")
+
+    raw = RawRedis(redis_url, namespace)
+    try:
+        async with running(app):
+            await eventually(lambda: raw.publish_wake(b"job 1") == 1, 5, "the worker listens")
+            for message in (b"\xff", b"job \xff\xfe", b"\xff 12", b"job not-a-time", b""):
+                assert raw.publish_wake(message) == 1
+            await app.schedule("job", "after")
+            await eventually(lambda: ran == ["job"], 5, "the worker is still up")
+    finally:
+        raw.close()
+        await app.close()

@@ -1,0 +1,78 @@
+"""Writing into a store behind duetime's back, as a hostile or broken program would."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Protocol
+
+import redis
+
+from duetime.stores.redis.keys import type_keys, wake_channel
+from duetime.stores.sqlite.config import parse_sqlite_url
+
+
+class Raw(Protocol):
+    """What the tests write into a store without duetime."""
+
+    def set_record(self, task_type: str, task_id: str, value: bytes) -> None:
+        """Overwrite the record of an existing task with these bytes."""
+
+    def set_due(self, task_type: str, task_id: str, score: float) -> None:
+        """Overwrite the due time of an existing due task."""
+
+    def close(self) -> None: ...
+
+
+class RawRedis:
+    def __init__(self, url: str, namespace: str) -> None:
+        self.client = redis.Redis.from_url(url)
+        self.namespace = namespace
+
+    def set_record(self, task_type: str, task_id: str, value: bytes) -> None:
+        self.client.hset(type_keys(self.namespace, task_type).data, task_id, value)
+
+    def set_due(self, task_type: str, task_id: str, score: float) -> None:
+        self.client.zadd(type_keys(self.namespace, task_type).due, {task_id: score})
+
+    def publish_wake(self, data: bytes) -> int:
+        return int(self.client.publish(wake_channel(self.namespace), data))  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class RawSqlite:
+    def __init__(self, path: Path, namespace: str) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None, timeout=10)
+        self.namespace = namespace
+
+    def _where(self, task_type: str) -> int:
+        (qid,) = self.conn.execute(
+            "SELECT qid FROM duetime_queues WHERE namespace = ? AND type = ?",
+            (self.namespace, task_type),
+        ).fetchone()
+        return int(qid)
+
+    def set_record(self, task_type: str, task_id: str, value: bytes) -> None:
+        # Bytes as TEXT: SQLite stores them as they are, valid UTF-8 or not.
+        self.conn.execute(
+            "UPDATE duetime_tasks SET record = CAST(? AS TEXT) WHERE qid = ? AND id = ?",
+            (value, self._where(task_type), task_id),
+        )
+
+    def set_due(self, task_type: str, task_id: str, score: float) -> None:
+        self.conn.execute(
+            "UPDATE duetime_tasks SET due_ms = ? WHERE qid = ? AND id = ?",
+            (score, self._where(task_type), task_id),
+        )
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def raw_for(store_url: str, namespace: str) -> Raw:
+    """A raw writer into the store that ``store_url`` names."""
+    if store_url.startswith("sqlite:"):
+        return RawSqlite(parse_sqlite_url(store_url, namespace=namespace).path, namespace)
+    return RawRedis(store_url, namespace)
