@@ -36,7 +36,7 @@ class RawRedis:
         self.client.zadd(type_keys(self.namespace, task_type).due, {task_id: score})
 
     def publish_wake(self, data: bytes) -> int:
-        return int(self.client.publish(wake_channel(self.namespace), data))  # type: ignore[arg-type]
+        return int(self.client.publish(wake_channel(self.namespace), data))
 
     def close(self) -> None:
         self.client.close()

@@ -8,6 +8,7 @@ from duetime.clock import Clock, ManualClock, StoreClock, SystemClock
 from duetime.context import Context
 from duetime.errors import (
     Abort,
+    ClientClosed,
     ConfigError,
     DuetimeError,
     NotFound,
@@ -37,6 +38,7 @@ __all__ = [
     "App",
     "Backoff",
     "Client",
+    "ClientClosed",
     "Clock",
     "ConfigError",
     "CronInfo",

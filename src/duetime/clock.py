@@ -22,6 +22,14 @@ SAMPLES = 5
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MS = timedelta(milliseconds=1)
+#: The epoch milliseconds a datetime can hold: from the year 1 to the end of the year 9999.
+MIN_MS = -((EPOCH - datetime.min.replace(tzinfo=UTC)) // MS)
+MAX_MS = (datetime.max.replace(tzinfo=UTC) - EPOCH) // MS
+
+
+def in_range(ms: int) -> bool:
+    """Whether epoch milliseconds ``ms`` make a datetime (years 1 to 9999)."""
+    return MIN_MS <= ms <= MAX_MS
 
 
 @functools.lru_cache(maxsize=1024)

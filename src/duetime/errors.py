@@ -14,6 +14,7 @@ Every error duetime raises derives from :class:`DuetimeError`::
       NotFound (LookupError)
         TaskNotFound                no task with that type and id
         ScheduleNotFound            no cron schedule with that name
+      ClientClosed                the blocking client was closed before or during the call
 
 Control signals live apart, because they are not failures of duetime: a handler raises
 :class:`Retry` to ask for another attempt at a given time, or :class:`Abort` to send its task
@@ -117,6 +118,11 @@ class ScheduleNotFound(NotFound):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no cron schedule named {name!r}")
+
+
+class ClientClosed(DuetimeError):
+    """The blocking client (:class:`~duetime.SyncClient`) is closed: the call was not made,
+    or it was cut short by the close and its outcome is unknown."""
 
 
 class Retry(Exception):

@@ -189,7 +189,8 @@ class TaskInfo:
 
     Attributes:
         state: ``due``, ``running`` or ``dead``.
-        due: when it is due (running: when the run was due; dead: when it died).
+        due: when it is due (running: when the run was due; dead: when it died); None when
+            the store holds a time that cannot be read (see ``error``).
         payload: None when the stored record could not be read (see ``error``).
         attempts: claims of the current occurrence so far.
         error: the last error, or why it is dead.
@@ -199,7 +200,7 @@ class TaskInfo:
     task_type: str
     task_id: str
     state: str
-    due: datetime
+    due: datetime | None
     payload: dict[str, Any] | None
     every: timedelta | None
     until: datetime | None

@@ -13,6 +13,12 @@ retry moves the task; ``f`` counts the failed attempts of that occurrence so far
 A decoded record keeps the payload's JSON text as it was stored, so that what a handler
 does to its own copy of the payload never reaches a retry, a dead letter or the next
 occurrence.
+
+This is also where data read from the store is judged, per task: a record that is not
+UTF-8, not JSON, of the wrong shape or with values out of range (times, periods, attempts)
+raises :class:`~duetime.errors.SchemaError` naming what is wrong, as does a claim whose id
+or due time the store could not read (:func:`check_claim`). The worker sends that task
+alone to the dead letters with the reason.
 """
 
 from __future__ import annotations
@@ -22,10 +28,10 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
-from duetime.clock import from_ms
+from duetime.clock import MAX_MS, from_ms, in_range
 from duetime.errors import SchemaError, ValidationError
 from duetime.model import Task, TaskInfo
-from duetime.stores.base import NewTask, StoredTask
+from duetime.stores.base import Claim, NewTask, StoredTask
 from duetime.triggers.base import Next, Trigger
 from duetime.triggers.kinds import KINDS
 from duetime.triggers.periodic import Periodic
@@ -36,6 +42,8 @@ _scan = _decoder.scan_once  # type: ignore[attr-defined]
 #: How every record duetime writes begins: the payload comes first.
 _HEAD = '{"p":'
 _AFTER_HEAD = len(_HEAD)
+#: More failed attempts than this at one occurrence is not a count duetime wrote.
+MAX_FAILURES = 2**31
 
 
 # Not frozen: a frozen dataclass costs three times as much to make, and a record is made
@@ -95,6 +103,11 @@ class Record:
         Raises:
             SchemaError: naming what is wrong with it.
         """
+        if not text.isascii():
+            try:
+                text.encode()
+            except UnicodeEncodeError:  # bytes that are not UTF-8, as the store read them
+                raise SchemaError("record is not UTF-8 text") from None
         if text.startswith(_HEAD):
             try:
                 payload, end = _scan(text, _AFTER_HEAD)
@@ -123,10 +136,11 @@ class Record:
                 trigger = kind.from_record(doc)
                 break
         occurrence, failures = doc.get("o"), doc.get("f", 0)
-        for key, value in (("o", occurrence), ("f", failures)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-                raise SchemaError(f"field {key!r} of the record is not an integer")
-        return cls(payload_json, trigger, occurrence, failures or 0, payload)
+        if occurrence is not None and not (type(occurrence) is int and in_range(occurrence)):
+            raise SchemaError("field 'o' of the record is not a time (ms) of the years 1-9999")
+        if not (type(failures) is int and 0 <= failures < MAX_FAILURES):
+            raise SchemaError("field 'f' of the record is not a count of failed attempts")
+        return cls(payload_json, trigger, occurrence, failures, payload)
 
 
 def _parse(text: str) -> Any:
@@ -134,6 +148,21 @@ def _parse(text: str) -> Any:
         return _decoder.decode(text)
     except (ValueError, RecursionError) as exc:
         raise SchemaError(f"record is not valid JSON: {exc}") from None
+
+
+def check_claim(claim: Claim) -> None:
+    """Check what the store said of a claimed task beside its record.
+
+    Raises:
+        SchemaError: its id is not UTF-8 text, or its due time is not a time.
+    """
+    if not claim.id.isascii():
+        try:
+            claim.id.encode()
+        except UnicodeEncodeError:
+            raise SchemaError("its id is not UTF-8 text") from None
+    if not in_range(claim.due_ms):
+        raise SchemaError("its due time is not a time (ms) of the years 1-9999")
 
 
 def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
@@ -154,6 +183,8 @@ def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
         due = now_ms + (
             0 if task.delay is None else duration_ms("delay", task.delay, allow_zero=True)
         )
+    if due > MAX_MS:
+        raise ValidationError("delay", "puts the task past the year 9999")
     payload = encode_payload(task.payload, max_payload_bytes)
     every = None if task.every is None else duration_ms("every", task.every)
     until = None
@@ -168,15 +199,18 @@ def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
 
 
 def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
-    """A stored task as a listing shows it; an unreadable record shows no payload, and why."""
+    """A stored task as a listing shows it; what cannot be read shows as None, and why."""
     payload = every = until = None
     failures = 0
-    error = stored.error
+    problems = [stored.error] if stored.error else []
+    if not in_range(stored.due_ms):
+        problems.append("its due time is not a time (ms) of the years 1-9999")
     if stored.record is not None:
         try:
             record = Record.decode(stored.record)
         except SchemaError as exc:
-            error = f"{error}; {exc}" if error else str(exc)
+            if not any(str(exc) in problem for problem in problems):
+                problems.append(str(exc))
         else:
             payload, failures = record.payload, record.failures
             series = record.trigger
@@ -188,11 +222,11 @@ def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
         task_type,
         stored.id,
         stored.state,
-        from_ms(stored.due_ms),
+        from_ms(stored.due_ms) if in_range(stored.due_ms) else None,
         payload,
         every,
         until,
         failures + stored.stalls + (1 if running else 0),
-        error,
-        from_ms(stored.score_ms) if running else None,
+        "; ".join(problems) or None,
+        from_ms(stored.score_ms) if running and in_range(stored.score_ms) else None,
     )

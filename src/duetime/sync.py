@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import logging
 import threading
 from collections.abc import Coroutine, Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from duetime.errors import ClientClosed
 from duetime.model import Task, TaskInfo
 from duetime.stores.base import State
 
@@ -15,6 +18,12 @@ if TYPE_CHECKING:
     from duetime.client import Client
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+#: How long :meth:`SyncClient.close` waits for the calls in flight, and then for the store
+#: to close, before it cuts them short.
+CLOSE_TIMEOUT_SECONDS = 10.0
 
 
 class SyncClient:
@@ -32,13 +41,28 @@ class SyncClient:
             target=self._loop.run_forever, name="duetime-sync", daemon=True
         )
         self._thread.start()
+        # Guards _closed and _in_flight: a call either starts before close() begins, and is
+        # waited for, or is refused.
+        self._lock = threading.Lock()
         self._closed = False
+        self._in_flight: set[concurrent.futures.Future[Any]] = set()
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        if self._closed:
-            coro.close()
-            raise RuntimeError("the SyncClient is closed")
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        with self._lock:
+            if self._closed:
+                coro.close()
+                raise ClientClosed("the SyncClient is closed")
+            future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+            self._in_flight.add(future)
+        try:
+            return future.result()
+        except concurrent.futures.CancelledError:
+            raise ClientClosed(
+                "the SyncClient was closed while this call ran: its outcome is unknown"
+            ) from None
+        finally:
+            with self._lock:
+                self._in_flight.discard(future)
 
     def schedule(self, task_type: str, task_id: str, **options: Any) -> datetime:
         """See :meth:`App.schedule`."""
@@ -74,15 +98,29 @@ class SyncClient:
         """See :meth:`App.counts`."""
         return self._call(self._app.counts(task_type))
 
-    def close(self) -> None:
-        """Close the connection and stop the background loop."""
-        if self._closed:
-            return
-        self._call(self._app.close())
-        self._closed = True
+    def close(self, timeout: float = CLOSE_TIMEOUT_SECONDS) -> None:
+        """Refuse new calls, wait up to ``timeout`` seconds for the calls in flight, cut
+        short those still going (they raise :class:`~duetime.ClientClosed`), then close
+        the store and stop the background loop. Safe to call twice.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            in_flight = list(self._in_flight)
+        _, stuck = concurrent.futures.wait(in_flight, timeout)
+        for future in stuck:
+            future.cancel()
+        closing = asyncio.run_coroutine_threadsafe(self._app.close(), self._loop)
+        try:
+            closing.result(timeout)
+        except Exception as exc:  # a store that will not close must not block the caller
+            closing.cancel()
+            log.warning("the SyncClient's store did not close cleanly: %r", exc)
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
+        self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._loop.close()
 
     def __enter__(self) -> SyncClient:
         return self

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from duetime.clock import MS, epoch_ms
+from duetime.clock import MAX_MS, MS, epoch_ms
 from duetime.errors import PayloadError, ValidationError
 
 #: A task type or namespace: a letter, then letters, digits, ``_``, ``.`` or ``-``. Types
@@ -72,13 +72,24 @@ def check_name(field: str, value: object) -> str:
     return value
 
 
-def check_id(value: object, field: str = "task_id") -> str:
-    """Return ``value`` if it is a valid task id."""
+def check_id(value: object, field: str = "task_id", *, stored: bool = False) -> str:
+    """Return ``value`` if it is a valid task id.
+
+    With ``stored``, for calls that look up or remove a task, an id as a listing shows one
+    found in the store also passes: one whose bytes are not UTF-8 carries them as lone
+    surrogates (see :mod:`duetime.stores.wire`). New tasks must have UTF-8 ids.
+    """
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, not {type(value).__name__}")
     if not value:
         raise ValidationError(field, "must not be empty")
-    if len(value.encode()) > MAX_ID_BYTES:
+    try:
+        size = len(value.encode("utf-8", "surrogateescape" if stored else "strict"))
+    except UnicodeEncodeError:
+        raise ValidationError(
+            field, "holds a lone surrogate: it is not text that UTF-8 can carry"
+        ) from None
+    if size > MAX_ID_BYTES:
         raise ValidationError(field, f"is longer than {MAX_ID_BYTES} bytes")
     if _CONTROL.search(value):
         raise ValidationError(field, "must not contain control characters")
@@ -138,6 +149,8 @@ def duration_ms(field: str, value: object, *, allow_zero: bool = False) -> int:
         )
     if ms < 0 or (ms == 0 and not allow_zero):
         raise ValidationError(field, "must be positive" + (" or zero" if allow_zero else ""))
+    if ms > MAX_MS:
+        raise ValidationError(field, "is longer than anything before the year 10000")
     return ms
 
 
@@ -179,10 +192,13 @@ def encode_payload(payload: object, max_bytes: int) -> str:
     _check_containers(payload, "payload", 0)
     try:
         text = _fast_encode(payload)
+        size = len(text) if text.isascii() else len(text.encode())
+    except UnicodeEncodeError:
+        raise PayloadError(
+            "payload", "holds a lone surrogate: it is not text that UTF-8 can carry"
+        ) from None
     except (TypeError, ValueError) as exc:
         raise PayloadError("payload", f"cannot be written as JSON: {exc}") from None
-    if len(text) * 4 > max_bytes and len(text.encode()) > max_bytes:
-        raise PayloadError(
-            "payload", f"is {len(text.encode())} bytes of JSON, over the limit of {max_bytes}"
-        )
+    if size > max_bytes:
+        raise PayloadError("payload", f"is {size} bytes of JSON, over the limit of {max_bytes}")
     return text

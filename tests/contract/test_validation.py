@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Any
 
@@ -66,7 +67,7 @@ LONE = "\ud800"  # a lone surrogate: a str, but not text UTF-8 can carry
 
 
 async def test_text_that_utf8_cannot_carry_is_refused_by_name(app: duetime.App) -> None:
-    calls = {
+    calls: dict[str, tuple[Callable[[], Awaitable[object]], str]] = {
         "schedule id": (lambda: app.schedule("mail", "a" + LONE, at=AT), "task_id"),
         "schedule payload": (lambda: app.schedule("mail", "a", payload={"x": LONE}), "payload"),
         "payload key": (lambda: app.schedule("mail", "a", payload={LONE: 1}), "payload"),

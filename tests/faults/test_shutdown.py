@@ -89,7 +89,7 @@ async def test_sigterm_cuts_a_handler_longer_than_the_grace_and_hands_its_task_b
     assert await app.counts("work") == {"due": n, "running": 0, "dead": 0}
     for task_id, due_ms in dues.items():
         info = await app.get("work", task_id)
-        assert info is not None and info.state == "due", task_id
+        assert info is not None and info.state == "due" and info.due is not None, task_id
         assert int(info.due.timestamp() * 1000 + 0.5) == due_ms, task_id
 
     # So another worker runs them right away.

@@ -316,7 +316,7 @@ async def test_a_resent_submit_answers_as_the_first_send_did(
     )
     keys = [k.due, k.data, k.dead, k.meta, call_key(k, "s2")]
     args = ["ch", "mail", "1", "fresh", now, REC, "held", now, record_text('{"x":1}')]
-    assert await store._run("schedule", keys, args) == [1, "held"]
+    assert await store._run("schedule", keys, args) == [1, b"held"]  # raw: bytes
     (c,) = (
         await store.claim(
             "mail", now_ms=now, limit=1, lease_ms=1000, max_stalls=1, at_most_once=False
@@ -324,7 +324,7 @@ async def test_a_resent_submit_answers_as_the_first_send_did(
     ).claims
     await store.settle("mail", [Outcome("done", c)], now)
 
-    assert await store._run("schedule", keys, args) == [0, "held"]
+    assert await store._run("schedule", keys, args) == [0, b"held"]
     assert await store.get("mail", "fresh") is None
 
 

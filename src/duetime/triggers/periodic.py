@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from duetime.clock import MAX_MS, in_range
 from duetime.errors import SchemaError, ValidationError
 from duetime.model import Reschedule
 from duetime.stores.base import Outcome
@@ -43,9 +44,11 @@ class Periodic:
     @classmethod
     def from_record(cls, doc: dict[str, Any]) -> Periodic:
         every, until = doc.get("e"), doc.get("u")
-        if type(every) is int and (until is None or type(until) is int):
-            return cls(every, until)
-        raise SchemaError("fields 'e' and 'u' of the record are not integers")
+        if not (type(every) is int and 0 < every <= MAX_MS):
+            raise SchemaError("field 'e' of the record is not a period (ms) over 0")
+        if until is not None and not (type(until) is int and in_range(until)):
+            raise SchemaError("field 'u' of the record is not a time (ms) of the years 1-9999")
+        return cls(every, until)
 
     def fields(self) -> str:
         until = "" if self.until_ms is None else f',"u":{self.until_ms}'
@@ -65,7 +68,7 @@ class Periodic:
             periods = (now_ms - occurrence_ms) // every
             skipped = periods - 1
             due = occurrence_ms + periods * every
-        if self.until_ms is not None and due > self.until_ms:
+        if (self.until_ms is not None and due > self.until_ms) or due > MAX_MS:
             return None
         return Due(due, skipped)
 

@@ -12,13 +12,14 @@ import asyncio
 import functools
 import logging
 import time
+import traceback
 from concurrent.futures import Executor as ThreadPool
 from typing import TYPE_CHECKING, Any
 
 from duetime.clock import Clock, from_ms
 from duetime.context import Context
 from duetime.errors import SchemaError, ValidationError
-from duetime.record import Record
+from duetime.record import Record, check_claim
 from duetime.stores.base import Claim, Outcome
 from duetime.tasktype import TaskType
 from duetime.triggers.base import Follow, Next, Trigger
@@ -32,8 +33,22 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+#: How much of a traceback a dead letter's reason keeps.
+MAX_TRACE_CHARS = 4000
+
+
 class _TimedOut(Exception):
     pass
+
+
+def _shown(text: str) -> str:
+    """Text as a log line can carry it (bytes that are not UTF-8 as escapes)."""
+    return text.encode("utf-8", "backslashreplace").decode()
+
+
+def _corrupt(task_type: str, claim: Claim, what: str, exc: SchemaError) -> Outcome:
+    log.error("%s/%s: %s, sent to the dead letters: %s", task_type, _shown(claim.id), what, exc)
+    return Outcome("dead", claim, None, claim.record, f"{what}: {exc}")
 
 
 class Executor:
@@ -66,19 +81,35 @@ class Executor:
         self.timed = any(events.wants(k) for k in ("started", "succeeded", "failed"))
 
     async def run(self, task_type: TaskType, time_limit: float | None, claim: Claim) -> Outcome:
-        """Run one claim and return its outcome. Raises CancelledError if cut short."""
+        """Run one claim and return its outcome; never raises but CancelledError (cut short).
+
+        What the store holds for the task is judged here, per task: data that cannot be
+        used sends it alone to the dead letters with the reason. So does a failure of
+        duetime's own code while it runs the task, logged with its traceback.
+        """
+        try:
+            check_claim(claim)
+        except SchemaError as exc:
+            return _corrupt(task_type.name, claim, "corrupt task", exc)
         try:
             record = Record.decode(claim.record)
         except SchemaError as exc:
-            log.error(
-                "%s/%s: corrupt record, sent to the dead letters: %s", task_type.name, claim.id, exc
-            )
-            return Outcome("dead", claim, None, claim.record, f"corrupt record: {exc}")
+            return _corrupt(task_type.name, claim, "corrupt record", exc)
         job = _Job(self, task_type, time_limit, claim, record)
         trigger = record.trigger
-        if trigger is None:
-            return await run_once(job)
-        return await trigger.run(job)
+        try:
+            if trigger is None:
+                return await run_once(job)
+            return await trigger.run(job)
+        except Exception as exc:
+            log.exception(
+                "%s/%s: duetime failed while running it; sent to the dead letters",
+                task_type.name,
+                _shown(claim.id),
+            )
+            trace = "".join(traceback.format_exception(exc, limit=-8))[-MAX_TRACE_CHARS:]
+            reason = f"internal error: {outcome.describe(exc)}\n{trace}"
+            return Outcome("dead", claim, None, claim.record, outcome.safe_text(reason))
 
     async def call_handler(
         self, task_type: TaskType, time_limit: float | None, payload: dict[str, Any], ctx: Context

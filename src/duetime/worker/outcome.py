@@ -27,11 +27,21 @@ def attempt(claim: Claim, record: Record) -> int:
 
 def describe(exc: BaseException) -> str:
     """A failure as a task's error shows it: the reason given, or the exception's type and
-    message."""
+    message, as text any store can hold."""
     if isinstance(exc, Abort | Retry):
-        return exc.reason
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        return safe_text(str(exc.reason))
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose __str__ fails says nothing more
+        text = ""
+    return safe_text(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+def safe_text(text: str) -> str:
+    """``text`` with what UTF-8 cannot carry (lone surrogates) written as escapes."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "backslashreplace").decode()
 
 
 def hand_off(claim: Claim, record: Record, occurrence_ms: int, now_ms: int) -> NewTask:

@@ -163,6 +163,10 @@ class TypeRunner:
             claim = run.claim
             self.finish(run, Outcome("release", claim, claim.due_ms))
             raise
+        except Exception as exc:  # the executor's own guard failed: still free the slot
+            log.exception("%s: a run failed outside its handler", self.name)
+            claim = run.claim
+            outcome = Outcome("dead", claim, None, claim.record, f"internal error: {exc!r}")
         self.finish(run, outcome)
 
     def finish(self, run: Run, outcome: Outcome, started: bool = True) -> None:

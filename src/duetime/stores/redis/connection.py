@@ -65,11 +65,13 @@ def connect(
         ConfigError: the URL cannot be used.
     """
     # from_url gives connections no retries: reads would fail on the first dropped idle
-    # connection. Reads are safe to repeat; scripts have their own runner.
+    # connection. Reads are safe to repeat; scripts have their own runner. Replies stay
+    # bytes: the store decodes each field itself (duetime.stores.wire), so that one value
+    # that is not UTF-8 cannot fail a whole reply.
     retry = Retry(ExponentialWithJitterBackoff(base=0.02, cap=1.0), retries)
     try:
         return Redis.from_url(
-            url, decode_responses=True, retry=retry, socket_timeout=socket_timeout, **options
+            url, decode_responses=False, retry=retry, socket_timeout=socket_timeout, **options
         )
     except ValueError as exc:
         raise ConfigError(f"bad Redis URL: {exc}") from None

@@ -32,6 +32,8 @@ import itertools
 import os
 from dataclasses import dataclass
 
+from duetime.stores import wire
+
 PREFIX = "duetime"
 
 
@@ -70,9 +72,10 @@ def wake_channel(namespace: str) -> str:
 
 
 def parse_lease(value: str) -> tuple[int, int]:
-    """(token, due ms) of a lease value "<token>|<due ms>"."""
-    token, due = value.split("|", 1)
-    return int(token), int(due)
+    """(token, due ms) of a lease value "<token>|<due ms>"; either is UNREADABLE_MS when the
+    value is not of that form."""
+    token, _, due = value.partition("|")
+    return wire.ms(token), wire.ms(due)
 
 
 def _new_call_ids() -> None:

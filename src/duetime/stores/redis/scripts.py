@@ -28,6 +28,7 @@ from redis.asyncio.connection import AbstractConnection
 
 from duetime.backoff import backoff_delay
 from duetime.errors import StoreError, StoreRefused
+from duetime.stores import wire
 
 _hiredis_pack: Callable[..., Any] | None
 try:
@@ -71,7 +72,7 @@ def check_reply(reply: Any) -> Any:
     """Return ``reply``, or raise StoreRefused if it is a refusal ``[negative code, detail]``."""
     if isinstance(reply, list) and reply and isinstance(reply[0], int) and reply[0] < 0:
         code = reply[0]
-        detail = str(reply[1]) if len(reply) > 1 else ""
+        detail = wire.text(reply[1]) if len(reply) > 1 else ""
         if code == -1:
             raise StoreRefused(CODES[code], key=detail, code=code)
         if code == -3:
@@ -143,6 +144,16 @@ class _Watch:
         # that came from elsewhere (as asyncio.timeout() does).
 
 
+def _pack(pack: Callable[..., Any] | None, conn: AbstractConnection, args: tuple[Any, ...]) -> Any:
+    """The command's bytes. Text read from the store may hold bytes that are not UTF-8 (as
+    lone surrogates: see duetime.stores.wire); it goes back as those very bytes."""
+    try:
+        return pack(args) if pack else conn.pack_command(*args)
+    except UnicodeEncodeError:
+        raw = tuple(wire.to_bytes(a) if isinstance(a, str) else a for a in args)
+        return pack(raw) if pack else conn.pack_command(*raw)
+
+
 class ScriptRunner:
     """Runs the scripts on one client's connection pool."""
 
@@ -166,7 +177,7 @@ class ScriptRunner:
                         conn = self._idle.pop()
                     else:
                         conn = await pool.get_connection()  # type: ignore[no-untyped-call]
-                    packed = self._pack(args) if self._pack else conn.pack_command(*args)
+                    packed = _pack(self._pack, conn, args)
                     await conn.send_packed_command(packed, check_health=False)
                     return await conn.read_response()
             except (rexc.ConnectionError, rexc.TimeoutError, OSError, RuntimeError) as exc:

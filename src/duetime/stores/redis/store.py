@@ -13,6 +13,7 @@ from redis.asyncio import Redis
 
 from duetime.clock import StoreClock
 from duetime.errors import StoreError
+from duetime.stores import wire
 from duetime.stores.base import (
     STATES,
     Claim,
@@ -60,10 +61,8 @@ SCHEDULE_WINDOW = 3
 MARKER_HORIZON_MS = 10 * 60_000
 #: Most outcomes settled by one script call, for the same reasons.
 SETTLE_CHUNK = 500
-
-
-def _ms(value: str | float | int) -> int:
-    return int(float(value))
+#: How long a settle's reply is kept for a resend of the call, as a claim's is.
+SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
 
 
 class RedisStore:
@@ -167,7 +166,7 @@ class RedisStore:
             task = tasks[0]
             keys = self._schedule_keys(k, task.due_ms)
             one = [self._channel, task_type, mode, task.id, task.due_ms, task.record]
-            return (await self._run("schedule", keys, one))[1:]  # type: ignore[no-any-return]
+            return [wire.text(t) for t in (await self._run("schedule", keys, one))[1:]]
         # Within one batch the last task of an id wins, as if scheduled one by one.
         unique = list({task.id: task for task in tasks}.values())
         chunks: list[tuple[list[str], list[Any]]] = []
@@ -185,7 +184,7 @@ class RedisStore:
         async def send(keys: list[str], args: list[Any]) -> list[str]:
             async with window:
                 reply = await self._run("schedule", keys, args)
-                return reply[1:]  # type: ignore[no-any-return]
+                return [wire.text(t) for t in reply[1:]]
 
         answers = await asyncio.gather(*(send(keys, args) for keys, args in chunks))
         return [task_id for taken in answers for task_id in taken]
@@ -219,16 +218,16 @@ class RedisStore:
         mode = "1" if at_most_once else "0"
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
         reply = await self._run("claim_due", keys, args)
+        text, ms = wire.text, wire.ms
         claims = [
-            Claim(reply[i], reply[i + 1], reply[i + 2], int(reply[i + 3]), reply[i + 4])
+            Claim(text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4]))
             for i in range(2, len(reply), 5)
         ]
-        next_ms = _ms(reply[0]) if reply[0] != "" else None
+        next_ms = ms(reply[0]) if reply[0] else None
         return ClaimBatch(claims, next_ms, reply[1])
 
     async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
         k = self.keys(task_type)
-        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead]
         kept: list[bool] = []
         for start in range(0, len(outcomes), SETTLE_CHUNK):
             chunk = outcomes[start : start + SETTLE_CHUNK]
@@ -236,14 +235,17 @@ class RedisStore:
             # it was given, and the answers are put back in the order of the outcomes.
             done = [o for o in chunk if o.op == "done" and not o.dead_id and o.spawn is None]
             lines = [f"{o.claim.token}|{o.claim.id}" for o in done]
+            args: list[Any] = [now_ms, self._channel, task_type, SETTLE_REPLAY_MS]
             if lines and not any("\n" in line for line in lines):
                 rest = [o for o in chunk if o.op != "done" or o.dead_id or o.spawn is not None]
-                args: list[Any] = [now_ms, self._channel, task_type, "done*", "\n".join(lines)]
+                args += ("done*", "\n".join(lines))
             else:
                 done, rest = [], list(chunk)
-                args = [now_ms, self._channel, task_type]
             for o in rest:
                 args += _settle_args(o)
+            # A call key of its own: a resend finds the reply of the first send, and does
+            # not take the outcomes that send kept for lost leases.
+            keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
             reply = await self._run("settle", keys, args)
             answers = dict(zip(map(id, done + rest), reply, strict=True))
             kept += (answers[id(o)] == 1 for o in chunk)
@@ -258,7 +260,8 @@ class RedisStore:
         args: list[Any] = [deadline_ms]
         for claim in claims:
             args += (claim.id, claim.token)
-        lost = set(await self._run("extend_lease", [k.running, k.lease], args))
+        reply = await self._run("extend_lease", [k.running, k.lease], args)
+        lost = {wire.text(task_id) for task_id in reply}
         return [claim for claim in claims if claim.id in lost]
 
     # -- reads --------------------------------------------------------------------------
@@ -269,12 +272,12 @@ class RedisStore:
         reply = await self._run("inspect_task", keys, [task_id])
         due, running, dead, record, lease, stalls, error = (*reply, *[None] * 7)[:7]
         if due is not None:
-            return _stored(task_id, "due", due, _ms(due), record, stalls, error)
+            return _stored(task_id, "due", due, wire.ms(due), record, stalls, error)
         if running is not None and lease is not None:
-            _, claimed_due = parse_lease(lease)
+            claimed_due = parse_lease(wire.text(lease))[1]
             return _stored(task_id, "running", running, claimed_due, record, stalls, error)
         if dead is not None:
-            return _stored(task_id, "dead", dead, _ms(dead), record, stalls, error)
+            return _stored(task_id, "dead", dead, wire.ms(dead), record, stalls, error)
         return None
 
     async def list_tasks(
@@ -283,13 +286,13 @@ class RedisStore:
         k = self.keys(task_type)
         index = {"due": k.due, "running": k.running, "dead": k.dead}[state]
         async with errors("list"):
-            rows: list[tuple[str, float]] = await self.client.zrange(  # type: ignore[assignment]
+            rows: list[tuple[bytes, float]] = await self.client.zrange(  # type: ignore[assignment]
                 index, offset, offset + limit - 1, withscores=True
             )
             if not rows:
                 return []
-            ids = [task_id for task_id, _ in rows]
-            fields = [f"{kind}:{task_id}" for task_id in ids for kind in ("s", "e")]
+            ids = [task_id for task_id, _ in rows]  # as stored: bytes
+            fields = [kind + task_id for task_id in ids for kind in (b"s:", b"e:")]
             async with self.client.pipeline(transaction=False) as pipe:
                 pipe.hmget(k.data, ids)
                 pipe.hmget(k.lease, ids)
@@ -297,12 +300,11 @@ class RedisStore:
                 records, leases, meta = await pipe.execute()
         out = []
         for n, (task_id, score) in enumerate(rows):
-            due = _ms(score)
+            due = wire.ms(score)
             if state == "running" and leases[n]:
-                due = parse_lease(leases[n])[1]
-            out.append(
-                _stored(task_id, state, score, due, records[n], meta[2 * n], meta[2 * n + 1])
-            )
+                due = parse_lease(wire.text(leases[n]))[1]
+            stalls, error = meta[2 * n], meta[2 * n + 1]
+            out.append(_stored(wire.text(task_id), state, score, due, records[n], stalls, error))
         return out
 
     async def count(self, task_type: str) -> dict[State, int]:
@@ -320,7 +322,7 @@ class RedisStore:
         async with errors("add_schedule_name"):
             await self.client.hsetnx(index, name, task_type)
             owner = await self.client.hget(index, name)
-        return str(owner) if owner else task_type
+        return wire.text(owner) if owner else task_type
 
     async def remove_schedule_name(self, name: str) -> None:
         async with errors("remove_schedule_name"):
@@ -329,7 +331,7 @@ class RedisStore:
     async def schedule_names(self) -> dict[str, str]:
         async with errors("schedule_names"):
             names = await self.client.hgetall(cron_index(self.config.namespace))
-        return {str(name): str(owner) for name, owner in names.items()}
+        return {wire.text(name): wire.text(owner) for name, owner in names.items()}
 
     # -- wake-ups -----------------------------------------------------------------------
 
@@ -363,10 +365,19 @@ def _settle_args(o: Outcome) -> tuple[Any, ...]:
 def _stored(
     task_id: str,
     state: State,
-    score: str | float,
+    score: object,
     due_ms: int,
-    record: str | None,
-    stalls: str | None,
-    error: str | None,
+    record: object,
+    stalls: object,
+    error: object,
 ) -> StoredTask:
-    return StoredTask(task_id, state, _ms(score), due_ms, record, int(stalls or 0), error)
+    """A stored task from the fields Redis returned, whatever their bytes."""
+    return StoredTask(
+        task_id,
+        state,
+        wire.ms(score),
+        due_ms,
+        wire.maybe_text(record),
+        wire.count(stalls),
+        wire.maybe_text(error),
+    )

@@ -11,6 +11,7 @@ from redis import exceptions as rexc
 from redis.asyncio import Redis
 
 from duetime.backoff import backoff_delay
+from duetime.stores import wire
 from duetime.stores.base import WakeCallback
 
 log = logging.getLogger(__name__)
@@ -49,11 +50,17 @@ async def listen(connect: Callable[[], Redis], channel: str, on_wake: WakeCallba
 
 
 def dispatch(data: object, on_wake: WakeCallback) -> None:
-    """Hand one message to ``on_wake``; a malformed one is ignored."""
-    if not isinstance(data, str):
-        return
-    task_type, _, due = data.partition(" ")
+    """Hand one message, "<type> <due ms>", to ``on_wake``; one that does not decode or
+    parse is ignored (a wake-up is only a hint: the worker looks on its own anyway)."""
     try:
-        on_wake(task_type, int(float(due)))
-    except ValueError:
+        text = data.decode() if isinstance(data, bytes) else data
+        if not isinstance(text, str):
+            raise ValueError("not text")
+        task_type, _, due = text.partition(" ")
+        due_ms = wire.ms(due)
+        if not task_type or due_ms == wire.UNREADABLE_MS:
+            raise ValueError("not '<type> <due ms>'")
+    except ValueError:  # UnicodeDecodeError included
         log.debug("ignored a malformed wake-up message %r", data)
+        return
+    on_wake(task_type, due_ms)

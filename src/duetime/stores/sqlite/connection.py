@@ -12,6 +12,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from duetime.backoff import backoff_delay
 from duetime.errors import ConfigError, SchemaError, StoreError, StoreUnavailable
+from duetime.stores import wire
 from duetime.stores.sqlite import schema
 from duetime.stores.sqlite.config import SqliteConfig
 
@@ -213,9 +214,28 @@ class Database:
         """Run ``fn(conn, ...)`` in one ``BEGIN IMMEDIATE`` transaction and commit it.
 
         Any error rolls the whole transaction back, so nothing is half-written; a busy file
-        runs it again from the start.
+        runs it again from the start, as does text that is not UTF-8 (see :meth:`_decoding`).
         """
-        return self.retry(lambda: self._transaction(lambda: fn(self.conn, *args, **kwargs)))
+        return self.retry(
+            lambda: self._decoding(
+                lambda: self._transaction(lambda: fn(self.conn, *args, **kwargs))
+            )
+        )
+
+    def _decoding(self, attempt: Callable[[], T]) -> T:
+        """Run ``attempt``; if a row held text that is not UTF-8 (sqlite3 then fails the whole
+        read), run it again reading text with :func:`duetime.stores.wire.text`, which keeps
+        such bytes as lone surrogates. The task they belong to is then judged on its own."""
+        try:
+            return attempt()
+        except sqlite3.OperationalError as exc:
+            if "Could not decode to UTF-8" not in str(exc):
+                raise
+        self.conn.text_factory = wire.text
+        try:
+            return attempt()
+        finally:
+            self.conn.text_factory = str
 
     def _transaction(self, body: Callable[[], T]) -> T:
         conn = self.conn
@@ -236,7 +256,7 @@ class Database:
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run ``fn(conn, ...)`` outside a write transaction (one statement reads a snapshot)."""
-        return self.retry(lambda: fn(self.conn, *args, **kwargs))
+        return self.retry(lambda: self._decoding(lambda: fn(self.conn, *args, **kwargs)))
 
 
 def connect(path: Path) -> sqlite3.Connection:

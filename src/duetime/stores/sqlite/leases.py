@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from duetime.stores import wire
 from duetime.stores.base import Claim, ClaimBatch, Outcome
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
@@ -52,9 +53,15 @@ def claim(
     claims: list[Claim] = []
     if limit > 0:
         picked = conn.execute(Q.pick_due, (qid, now_ms + lookahead_ms, limit)).fetchall()
-        good = [row for row in picked if row[3] is not None]
-        if len(good) < len(picked):
-            conn.executemany(Q.move_aside, [(now_ms, row[0]) for row in picked if row[3] is None])
+        good, aside = [], []
+        for row in picked:
+            problem = _unrunnable(row[1], row[3])
+            if problem is None:
+                good.append(row)
+            else:
+                aside.append((now_ms, problem, row[0]))
+        if aside:
+            conn.executemany(Q.move_aside, aside)
         if good:
             (last,) = conn.execute(Q.take_tokens, (len(good), qid)).fetchone()
             first = int(last) - len(good) + 1
@@ -63,7 +70,7 @@ def claim(
                 Q.lease, [(first + k, row[2], deadline, row[0]) for k, row in enumerate(good)]
             )
             claims = [
-                Claim(task_id, first + k, stalls, due, record)
+                Claim(task_id, first + k, wire.count(stalls), wire.ms(due), wire.text(record))
                 for k, (_, task_id, due, record, stalls) in enumerate(good)
             ]
 
@@ -143,22 +150,50 @@ def _follow_up(conn: sqlite3.Connection, qid: int, j: _Judged, now_ms: int) -> l
     """Write what follows one kept run's end; the due times it made due."""
     o = j.outcome
     made_due = []
+    error = _bound(o.error)
     if o.dead_id:
-        conn.execute(Q.file_dead, (qid, o.dead_id, now_ms, o.dead_record, o.error))
+        conn.execute(Q.file_dead, (qid, o.dead_id, now_ms, _bound(o.dead_record), error))
     if o.spawn is not None:  # a new occurrence, written as schedule writes one
-        conn.execute(Q.schedule, (qid, o.spawn.id, o.spawn.due_ms, o.spawn.record))
+        conn.execute(Q.schedule, (qid, o.spawn.id, o.spawn.due_ms, _bound(o.spawn.record)))
         made_due.append(o.spawn.due_ms)
     if j.moved or o.op == "done":
         return made_due
     if o.op == "dead":
-        conn.execute(Q.settle_dead, (now_ms, o.record, o.error, j.rid))
+        conn.execute(Q.settle_dead, (now_ms, _bound(o.record), error, j.rid))
         return made_due
     assert o.due_ms is not None, f"{o.op} needs a due time"
-    record = None if o.op == "release" else o.record
-    error = o.error if o.op == "retry" else None
-    if conn.execute(Q.settle_due, (o.due_ms, record, error, j.rid)).rowcount:
+    record = None if o.op == "release" else _bound(o.record)
+    if conn.execute(
+        Q.settle_due, (o.due_ms, record, error if o.op == "retry" else None, j.rid)
+    ).rowcount:
         made_due.append(o.due_ms)
     return made_due
+
+
+def _unrunnable(task_id: object, record: object) -> str | None:
+    """Why a due row cannot be handed to a worker, or None. Its id must be UTF-8 text, for
+    the settle to find it again by id."""
+    if record is None:
+        return "no record for this id: moved aside"
+    if type(task_id) is not str or not (task_id.isascii() or _encodes(task_id)):
+        return "its id is not UTF-8 text: moved aside"
+    return None
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _bound(text: str | None) -> str | bytes | None:
+    """Text as a parameter: text read from the store with bytes that are not UTF-8 (see
+    duetime.stores.wire) goes back as those bytes."""
+    if text is None or text.isascii() or _encodes(text):
+        return text
+    return wire.to_bytes(text)
 
 
 def _droppable(j: _Judged) -> bool:

@@ -8,6 +8,7 @@ from itertools import chain
 from typing import Any
 
 from duetime.errors import StoreRefused
+from duetime.stores import wire
 from duetime.stores.base import STATES, Claim, NewTask, State, StoredTask
 from duetime.stores.sqlite.queries import Q, repeat_row
 
@@ -177,14 +178,36 @@ def get(
     row = None if qid is None else conn.execute(Q.get, (qid, task_id)).fetchone()
     if row is None:
         return None
-    task_id, due, token, claimed_due, deadline, dead, record, stalls, error = row
+    stored_id, due, token, claimed_due, deadline, dead, record, stalls, error = row
     if due is not None:
-        return StoredTask(task_id, "due", due, due, record, stalls, error)
+        return _stored(stored_id, "due", due, due, record, stalls, error)
     if token is not None:
-        return StoredTask(task_id, "running", deadline, claimed_due, record, stalls, error)
+        return _stored(stored_id, "running", deadline, claimed_due, record, stalls, error)
     if dead is not None:
-        return StoredTask(task_id, "dead", dead, dead, record, stalls, error)
+        return _stored(stored_id, "dead", dead, dead, record, stalls, error)
     return None
+
+
+def _stored(
+    task_id: object,
+    state: State,
+    score: object,
+    due: object,
+    record: object,
+    stalls: object,
+    error: object,
+) -> StoredTask:
+    """A stored task from a row, whatever its columns hold (SQLite keeps any value in any
+    column; see duetime.stores.wire)."""
+    return StoredTask(
+        wire.text(task_id),
+        state,
+        wire.ms(score),
+        wire.ms(due),
+        wire.maybe_text(record),
+        wire.count(stalls),
+        wire.maybe_text(error),
+    )
 
 
 def list_tasks(
@@ -200,7 +223,7 @@ def list_tasks(
     if qid is None:
         return []
     rows: list[tuple[Any, ...]] = conn.execute(_LISTS[state], (qid, limit, offset)).fetchall()
-    return [StoredTask(r[0], state, r[1], r[2], r[3], r[4], r[5]) for r in rows]
+    return [_stored(r[0], state, r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
 
 def count(conn: sqlite3.Connection, queues: Queues, task_type: str) -> dict[State, int]:
@@ -216,7 +239,7 @@ def add_schedule_name(conn: sqlite3.Connection, namespace: str, name: str, task_
     """Give a cron schedule name to a task type unless taken; the type it belongs to."""
     conn.execute(Q.add_schedule_name, (namespace, name, task_type))
     row = conn.execute(Q.schedule_name_owner, (namespace, name)).fetchone()
-    return str(row[0]) if row else task_type
+    return wire.text(row[0]) if row else task_type
 
 
 def remove_schedule_name(conn: sqlite3.Connection, namespace: str, name: str) -> None:
@@ -227,4 +250,4 @@ def remove_schedule_name(conn: sqlite3.Connection, namespace: str, name: str) ->
 def schedule_names(conn: sqlite3.Connection, namespace: str) -> dict[str, str]:
     """Every cron schedule name of the namespace, with its task type."""
     rows = conn.execute(Q.schedule_names, (namespace,)).fetchall()
-    return {str(name): str(owner) for name, owner in rows}
+    return {wire.text(name): wire.text(owner) for name, owner in rows}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from duetime.backoff import backoff_delay
 from duetime.errors import StoreError
+from duetime.stores import wire
 from duetime.stores.base import WakeCallback
 from duetime.stores.sqlite.connection import connect, is_busy, map_error
 from duetime.stores.sqlite.ops import Wake
@@ -97,6 +98,7 @@ class _Reader:
         self.path = path
         self.namespace = namespace
         self.conn = connect(path)
+        self.conn.text_factory = wire.text  # a type name that is not UTF-8 fails no read
         self.version = -1
 
     def changes(self) -> list[tuple[str, int, int]] | None:
@@ -111,7 +113,10 @@ class _Reader:
                 return None
             raise map_error(exc, "listen", self.path) from exc
         self.version = version
-        return [(str(t), int(s), int(d)) for t, s, d in rows]
+        # Rows written by something else may hold anything: those that do not read are
+        # left out (a wake-up is only a hint).
+        found = [(wire.text(t), wire.ms(s), wire.ms(d)) for t, s, d in rows]
+        return [row for row in found if wire.UNREADABLE_MS not in row[1:]]
 
     def close(self) -> None:
         self.conn.close()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
+from duetime.clock import MAX_MS
 from duetime.errors import SchemaError, ValidationError
 from duetime.stores.base import Outcome
 from duetime.triggers.base import NEVER_MS, Job, Next
@@ -105,6 +106,8 @@ class CronTrigger:
             raise ValidationError("cron", f"unknown policy {missed!r} or {overlap!r}")
         jitter, missed_count, skipped_count = (_int(doc, key) for key in ("j", "nm", "ns"))
         catchup = None if doc.get("w") is None else _int(doc, "w")
+        if catchup == 0:
+            raise ValidationError("cron", "stored catch-up window 'w' is not over 0")
         return cls(
             parse_cron(doc.get("x"), doc.get("z")),
             missed,
@@ -184,8 +187,8 @@ class CronTrigger:
 
 def _int(doc: dict[str, object], key: str) -> int:
     value = doc.get(key, 0)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValidationError("cron", f"stored field {key!r} is not an integer")
+    if type(value) is not int or not 0 <= value <= MAX_MS:
+        raise ValidationError("cron", f"stored field {key!r} is not a whole number of 0 or more")
     return value
 
 

@@ -28,7 +28,8 @@
 -- Returns {next, reaped, id1, token1, stalls1, due1, record1, id2, ...}:
 --   next   the earliest due time or lease deadline left, as a string ('' when none);
 --   reaped the number of expired leases handled.
--- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
+-- Errors: {-1, key} a key holds another type; {-2, what} bad arguments, or a token counter
+-- that is not a number. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local meta, dead, seq, call = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -49,6 +50,12 @@ if not (now and limit and lease_ms and max_stalls and horizon) or limit < 0
     or lease_ms <= 0 or horizon < now then
   return {-2, 'now, limit, lease and max stalls must be numbers'}
 end
+-- The token counter is checked before any write: INCRBY on a value that is not a number
+-- would fail after the claimed tasks left due.
+local last_token = redis.call('GET', seq)
+if last_token and not string.match(last_token, '^%d+$') then
+  return {-2, 'the token counter ' .. seq .. ' holds something other than a number'}
+end
 
 -- Reap at most this many expired leases per call, so one call stays short.
 local REAP_BATCH = 1000
@@ -63,7 +70,12 @@ for _, id in ipairs(expired) do
     redis.call('ZADD', dead, ARGV[1], id)
     redis.call('HSET', meta, 'e:' .. id, 'lease expired; not run again (at-most-once delivery)')
   else
-    local stalls = redis.call('HINCRBY', meta, 's:' .. id, 1)
+    -- A stall count that is not a number (written by something else) starts again at 1.
+    local stalls = redis.pcall('HINCRBY', meta, 's:' .. id, 1)
+    if failed(stalls) then
+      stalls = 1
+      redis.call('HSET', meta, 's:' .. id, stalls)
+    end
     if stalls > max_stalls then
       redis.call('ZADD', dead, ARGV[1], id)
       redis.call('HSET', meta, 'e:' .. id, 'stalled: its lease expired ' .. stalls .. ' times')
@@ -117,7 +129,7 @@ if #picked > 0 then
       hset[#hset + 1] = token .. '|' .. dues[i]
       out[#out + 1] = id
       out[#out + 1] = token
-      out[#out + 1] = tonumber(stalls[i] or '0')
+      out[#out + 1] = tonumber(stalls[i] or '0') or 0  -- not a number: none counted
       out[#out + 1] = dues[i]
       out[#out + 1] = records[i]
     end

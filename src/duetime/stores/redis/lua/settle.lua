@@ -20,32 +20,40 @@
 -- When the id was rescheduled while it ran (it is in due again), the new occurrence wins:
 -- only the run's end is recorded. When it was cancelled (no record), next, retry, dead and
 -- release write nothing else either: a cancelled task stays cancelled.
--- Running it twice is harmless: the second time every outcome is stale.
+-- Running it twice is harmless: the second time every outcome would be stale, so the reply
+-- of the first is kept for a short while under the call's own key, and a resent call (its
+-- reply was lost) returns it instead of reporting the outcomes it kept as lost.
 --
--- KEYS[1] due, KEYS[2] running, KEYS[3] data, KEYS[4] lease, KEYS[5] meta, KEYS[6] dead
--- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4..] ops as above
+-- KEYS[1] due, KEYS[2] running, KEYS[3] data, KEYS[4] lease, KEYS[5] meta, KEYS[6] dead,
+-- KEYS[7] this call's key
+-- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4] how long to keep the
+-- reply for a resent call (ms), ARGV[5..] ops as above
 --
 -- Returns a list with, per outcome (file entries excluded, each line of done* counted),
 -- 1 (kept) or 0 (stale).
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local meta, dead = KEYS[5], KEYS[6]
+local meta, dead, call = KEYS[5], KEYS[6], KEYS[7]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
-                        meta, 'hash', dead, 'zset'})
+                        meta, 'hash', dead, 'zset', call, 'string'})
 if bad then
   return {-1, bad}
 end
-local now = ARGV[1]
-if not tonumber(now) then
-  return {-2, 'now must be a number'}
+local replay = redis.call('GET', call)
+if replay then
+  return cjson.decode(replay)  -- this call was sent before and its reply lost
+end
+local now, remember = ARGV[1], tonumber(ARGV[4])
+if not tonumber(now) or not remember then
+  return {-2, 'now and the replay time must be numbers'}
 end
 
 -- The fields after each op's name.
 local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, file = 3,
                spawn = 3}
 local items, ids = {}, {}
-local i = 4
+local i = 5
 while i <= #ARGV do
   local op = ARGV[i]
   local n = ARITY[op]
@@ -153,4 +161,7 @@ for k, item in ipairs(items) do
   end
 end
 wake_if_earlier(ARGV[2], ARGV[3], earliest, head)
+if remember > 0 then
+  redis.call('SET', call, cjson.encode(kept), 'PX', remember)
+end
 return kept

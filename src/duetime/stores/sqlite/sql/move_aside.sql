@@ -1,6 +1,6 @@
--- move_aside: send a due task without a record to the dead letters with the reason, since
--- there is nothing to run (it is never dropped silently).
--- Parameters: ? now ms, ? rid.
+-- move_aside: send a due task that cannot be run (no record, or an id that is not UTF-8
+-- text) to the dead letters with the reason (it is never dropped silently).
+-- Parameters: ? now ms, ? reason, ? rid.
 UPDATE duetime_tasks
-SET due_ms = NULL, dead_ms = ?, error = 'no record for this id: moved aside'
+SET due_ms = NULL, dead_ms = ?, error = ?
 WHERE rid = ?

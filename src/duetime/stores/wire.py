@@ -1,0 +1,58 @@
+"""What stores read, turned into the Store protocol's values whatever the bytes: never an
+exception for a value's sake.
+
+- **Text** (ids, records, errors) is decoded from UTF-8 with ``surrogateescape``: bytes that
+  are not UTF-8 become lone surrogates (U+DC80 to U+DCFF), so nothing is lost, and the same
+  bytes go back to the store when the text is written again (:func:`to_bytes`). Whether
+  text is valid is decided above the store, in :mod:`duetime.record`, per task.
+- **Times** are whole epoch milliseconds; a value that is not a finite number becomes
+  :data:`UNREADABLE_MS`, which lies outside every time duetime accepts, so that the task it
+  belongs to goes to the dead letters with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+
+#: A stored time that could not be read as a number: below every valid time.
+UNREADABLE_MS = -(2**63)
+
+
+def text(raw: object) -> str:
+    """A stored value as text; bytes that are not UTF-8 survive as lone surrogates."""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, bytes | bytearray | memoryview):
+        return bytes(raw).decode("utf-8", "surrogateescape")
+    return str(raw)
+
+
+def maybe_text(raw: object) -> str | None:
+    """:func:`text`, keeping None (a missing value) as None."""
+    return None if raw is None else text(raw)
+
+
+def to_bytes(value: str) -> bytes:
+    """The bytes a text read by :func:`text` came from (anything else as UTF-8, with lone
+    surrogates outside U+DC80..U+DCFF written as escapes)."""
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "backslashreplace")
+
+
+def ms(raw: object) -> int:
+    """A stored time or count as a whole number, or UNREADABLE_MS."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    try:
+        number = float(text(raw)) if not isinstance(raw, float) else raw
+    except ValueError:
+        return UNREADABLE_MS
+    return int(number) if math.isfinite(number) else UNREADABLE_MS
+
+
+def count(raw: object) -> int:
+    """A stored counter (stalls): 0 when missing or unreadable."""
+    value = 0 if raw is None else ms(raw)
+    return value if value >= 0 else 0
