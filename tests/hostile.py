@@ -21,6 +21,9 @@ class Raw(Protocol):
     def set_due(self, task_type: str, task_id: str, score: float) -> None:
         """Overwrite the due time of an existing due task."""
 
+    def set_running(self, task_type: str, task_id: str, deadline: float, lease: bytes) -> None:
+        """Give an existing task a running entry with this deadline and lease value."""
+
     def close(self) -> None: ...
 
 
@@ -34,6 +37,11 @@ class RawRedis:
 
     def set_due(self, task_type: str, task_id: str, score: float) -> None:
         self.client.zadd(type_keys(self.namespace, task_type).due, {task_id: score})
+
+    def set_running(self, task_type: str, task_id: str, deadline: float, lease: bytes) -> None:
+        keys = type_keys(self.namespace, task_type)
+        self.client.zadd(keys.running, {task_id: deadline})
+        self.client.hset(keys.lease, task_id, lease)
 
     def publish_wake(self, data: bytes) -> int:
         return int(self.client.publish(wake_channel(self.namespace), data))
@@ -65,6 +73,13 @@ class RawSqlite:
         self.conn.execute(
             "UPDATE duetime_tasks SET due_ms = ? WHERE qid = ? AND id = ?",
             (score, self._where(task_type), task_id),
+        )
+
+    def set_running(self, task_type: str, task_id: str, deadline: float, lease: bytes) -> None:
+        self.conn.execute(
+            "UPDATE duetime_tasks SET token = ?, claimed_due_ms = ?, deadline_ms = ?"
+            " WHERE qid = ? AND id = ?",
+            (lease, deadline, deadline, self._where(task_type), task_id),
         )
 
     def close(self) -> None:

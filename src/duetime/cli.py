@@ -56,6 +56,12 @@ def _run(app: App, call: Callable[[], Awaitable[T]]) -> T:
         raise click.ClickException(str(exc)) from None
 
 
+def echo(text: str) -> None:
+    """Print a line; text read from the store that UTF-8 cannot carry (an id or error with
+    bytes that are not UTF-8) is written with escapes rather than failing the command."""
+    click.echo(text.encode("utf-8", "backslashreplace").decode())
+
+
 def _when(moment: datetime | None) -> str:
     return "-" if moment is None else moment.astimezone(UTC).isoformat(timespec="milliseconds")
 
@@ -160,7 +166,7 @@ def schedule(app_path: str, task_type: str, task_id: str, **options: Any) -> Non
     app = load_app(app_path)
     fields = task_fields(**options)
     due = _run(app, lambda: app.schedule(task_type, task_id, **fields))
-    click.echo(f"{task_type}/{task_id} due {_when(due)}")
+    echo(f"{task_type}/{task_id} due {_when(due)}")
 
 
 @main.command()
@@ -171,7 +177,7 @@ def submit(app_path: str, task_type: str, **options: Any) -> None:
     """Schedule a new task under an id duetime picks; print the id."""
     app = load_app(app_path)
     fields = task_fields(**options)
-    click.echo(_run(app, lambda: app.submit(task_type, **fields)))
+    echo(_run(app, lambda: app.submit(task_type, **fields)))
 
 
 @main.command(name="ls")
@@ -189,7 +195,7 @@ def list_tasks(app_path: str, task_type: str | None, state: str, limit: int) -> 
 
     for name, rows in _run(app, collect):
         for info in rows:
-            click.echo(f"{name}\t{_row(info)}")
+            echo(f"{name}\t{_row(info)}")
 
 
 @main.command()
@@ -226,7 +232,7 @@ def show(app_path: str, task_type: str, task_id: str) -> None:
         "lease_expires": None if info.lease_expires is None else _when(info.lease_expires),
         "payload": info.payload,
     }
-    click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    echo(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
 @main.command()
@@ -236,7 +242,7 @@ def cancel(app_path: str, task_type: str, task_id: str) -> None:
     app = load_app(app_path)
     if not _run(app, lambda: app.cancel(task_type, task_id)):
         raise click.ClickException(f"no task {task_type}/{task_id}")
-    click.echo(f"cancelled {task_type}/{task_id}")
+    echo(f"cancelled {task_type}/{task_id}")
 
 
 @main.command()
@@ -245,7 +251,7 @@ def retry(app_path: str, task_type: str, task_id: str) -> None:
     """Run a dead task again, now."""
     app = load_app(app_path)
     due = _run(app, lambda: app.retry(task_type, task_id))
-    click.echo(f"{task_type}/{task_id} due again {_when(due)}")
+    echo(f"{task_type}/{task_id} due again {_when(due)}")
 
 
 @main.command(name="cron")
@@ -268,7 +274,7 @@ def cron_list(app_path: str, count: int) -> None:
             if info.paused
             else ("declared, not yet stored" if not info.stored else "active")
         )
-        click.echo(
+        echo(
             f"{info.name}\t{info.task_type}\t{info.expression} ({info.tz})\t{state}\t"
             f"missed={info.missed} overlap={info.overlap}\t"
             f"missed {info.missed_count}, skipped {info.skipped_count}"

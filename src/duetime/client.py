@@ -246,7 +246,7 @@ class Client:
         rescheduled.
         """
         self.task_type(task_type)
-        check_id(task_id)
+        check_id(task_id, stored=True)
         return await (await self.open()).cancel(task_type, task_id)
 
     async def retry(self, task_type: str, task_id: str, *, at: datetime | None = None) -> datetime:
@@ -256,7 +256,7 @@ class Client:
             TaskNotFound: there is no dead task with this id.
         """
         self.task_type(task_type)
-        check_id(task_id)
+        check_id(task_id, stored=True)
         store = await self.open()
         due = to_ms("at", at) if at is not None else self.clock.now_ms()
         stored = await store.get(task_type, task_id)
@@ -277,7 +277,7 @@ class Client:
     async def get(self, task_type: str, task_id: str) -> TaskInfo | None:
         """The task with this id, or None."""
         self.task_type(task_type)
-        check_id(task_id)
+        check_id(task_id, stored=True)
         stored = await (await self.open()).get(task_type, task_id)
         return None if stored is None else task_info(task_type, stored)
 

@@ -37,7 +37,13 @@ from duetime.triggers.kinds import KINDS
 from duetime.triggers.periodic import Periodic
 from duetime.validate import check_id, dump_json, duration_ms, encode_payload, to_ms
 
-_decoder = json.JSONDecoder()
+
+def _not_json(constant: str) -> Any:
+    # Python reads NaN and Infinity, which are not JSON; duetime never writes them.
+    raise ValueError(f"{constant} is not JSON")
+
+
+_decoder = json.JSONDecoder(parse_constant=_not_json)
 _scan = _decoder.scan_once  # type: ignore[attr-defined]
 #: How every record duetime writes begins: the payload comes first.
 _HEAD = '{"p":'
@@ -124,7 +130,11 @@ class Record:
         payload = doc.pop("p", None) if type(doc) is dict else None
         if type(payload) is not dict:
             raise SchemaError("record is not an object with a payload object under 'p'")
-        return cls._with_fields(dump_json(payload), payload, doc)
+        try:
+            payload_json = dump_json(payload)
+        except (ValueError, RecursionError) as exc:
+            raise SchemaError(f"record's payload cannot be written back as JSON: {exc}") from None
+        return cls._with_fields(payload_json, payload, doc)
 
     @classmethod
     def _with_fields(cls, payload_json: str, payload: dict[str, Any], doc: Any) -> Record:

@@ -152,3 +152,21 @@ def test_a_listener_must_be_a_listener() -> None:
 
     with pytest.raises(TypeError, match="duetime.Listener"):
         app.worker(listeners=[object()])
+
+
+async def test_a_task_whose_data_cannot_be_used_is_told_as_dead_lettered(
+    app: duetime.App, store: duetime.stores.base.Store
+) -> None:
+    @app.task("job")
+    async def job(payload: dict[str, Any]) -> None: ...
+
+    await store.schedule("job", [NewTask("broken", await app.now_ms(), '{"p":{},"e":0}')])
+    recorder = Recorder()
+    async with running(app, listeners=[recorder]):
+        await eventually(lambda: any(e.kind == "dead_lettered" for e in recorder.events))
+
+    kinds = [e.kind for e in recorder.of("broken")]
+    assert kinds == ["claimed", "dead_lettered"]  # it never started
+    dead = recorder.of("broken")[1]
+    assert dead.task_type == "job"
+    assert dead.error is not None and dead.error.startswith("corrupt record")

@@ -14,6 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from duetime.cli import main
+from duetime.stores.redis.keys import type_keys
+from tests.hostile import RawRedis
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -151,3 +153,25 @@ def test_the_worker_command_runs_tasks_and_stops_on_sigterm(
         assert [str(frozen), str(young)] == bare
     else:
         assert frozen > int(bare[0]) + 1000 and young == 10_000
+
+
+def test_listings_show_bad_data_with_its_reason(cli_env: Path, redis_url: str) -> None:
+    """A record that is not UTF-8 and an id that is not either: the listings print them
+    (the id with escapes), with the reason, and `show` and `cancel` take the id shown."""
+    run("schedule", "cliapp:app", "mail", "m1", "--delay", "3600")
+    raw = RawRedis(redis_url, os.environ["CLI_TEST_NS"])
+    try:
+        raw.set_record("mail", "m1", b"\xff\xfe")
+        keys = type_keys(os.environ["CLI_TEST_NS"], "mail")
+        raw.client.zadd(keys.dead, {b"bad\xffid": 1})
+        raw.client.hset(keys.data, b"bad\xffid", b'{"p":{}}')
+    finally:
+        raw.close()
+
+    listed = run("ls", "cliapp:app", "mail")
+    assert "m1\tdue" in listed and "record is not UTF-8 text" in listed
+    shown = json.loads(run("show", "cliapp:app", "mail", "m1"))
+    assert shown["payload"] is None and "UTF-8" in shown["error"]
+    dead = run("ls", "cliapp:app", "mail", "--state", "dead")
+    assert "bad\\udcffid\tdead" in dead
+    assert "cancelled" in run("cancel", "cliapp:app", "mail", "bad\udcffid")

@@ -41,6 +41,23 @@ def to_bytes(value: str) -> bytes:
         return value.encode("utf-8", "backslashreplace")
 
 
+def param(value: str | None) -> str | bytes | None:
+    """Text as a parameter for a driver that encodes text strictly: the bytes it was read
+    from when it holds lone surrogates, else the text itself."""
+    if value is None or value.isascii() or is_utf8(value):
+        return value
+    return to_bytes(value)
+
+
+def is_utf8(value: str) -> bool:
+    """Whether UTF-8 can carry ``value`` (it holds no lone surrogate)."""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def ms(raw: object) -> int:
     """A stored time or count as a whole number, or UNREADABLE_MS."""
     if isinstance(raw, int) and not isinstance(raw, bool):
@@ -50,6 +67,14 @@ def ms(raw: object) -> int:
     except ValueError:
         return UNREADABLE_MS
     return int(number) if math.isfinite(number) else UNREADABLE_MS
+
+
+def readable(raw: object) -> int | None:
+    """A stored time as whole milliseconds, or None when it is missing or unreadable."""
+    if raw is None or raw == b"" or raw == "":
+        return None
+    value = ms(raw)
+    return None if value == UNREADABLE_MS else value
 
 
 def count(raw: object) -> int:

@@ -46,11 +46,6 @@ def _shown(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode()
 
 
-def _corrupt(task_type: str, claim: Claim, what: str, exc: SchemaError) -> Outcome:
-    log.error("%s/%s: %s, sent to the dead letters: %s", task_type, _shown(claim.id), what, exc)
-    return Outcome("dead", claim, None, claim.record, f"{what}: {exc}")
-
-
 class Executor:
     """Runs claims of task types; plain ``def`` handlers go to ``pool``.
 
@@ -90,17 +85,19 @@ class Executor:
         try:
             check_claim(claim)
         except SchemaError as exc:
-            return _corrupt(task_type.name, claim, "corrupt task", exc)
+            return self._corrupt(task_type.name, claim, "corrupt task", exc)
         try:
             record = Record.decode(claim.record)
         except SchemaError as exc:
-            return _corrupt(task_type.name, claim, "corrupt record", exc)
+            return self._corrupt(task_type.name, claim, "corrupt record", exc)
         job = _Job(self, task_type, time_limit, claim, record)
         trigger = record.trigger
         try:
             if trigger is None:
                 return await run_once(job)
             return await trigger.run(job)
+        except SchemaError as exc:  # a trigger found its state unusable as it ran
+            return self._corrupt(task_type.name, claim, "corrupt record", exc)
         except Exception as exc:
             log.exception(
                 "%s/%s: duetime failed while running it; sent to the dead letters",
@@ -109,7 +106,18 @@ class Executor:
             )
             trace = "".join(traceback.format_exception(exc, limit=-8))[-MAX_TRACE_CHARS:]
             reason = f"internal error: {outcome.describe(exc)}\n{trace}"
-            return Outcome("dead", claim, None, claim.record, outcome.safe_text(reason))
+            return self._dead(task_type.name, claim, outcome.safe_text(reason))
+
+    def _corrupt(self, task_type: str, claim: Claim, what: str, exc: SchemaError) -> Outcome:
+        log.error("%s/%s: %s, sent to the dead letters: %s", task_type, _shown(claim.id), what, exc)
+        return self._dead(task_type, claim, f"{what}: {exc}")
+
+    def _dead(self, task_type: str, claim: Claim, reason: str) -> Outcome:
+        """The task to the dead letters as the store holds it, with ``reason``."""
+        if self.events.wants("dead_lettered"):
+            event = TaskEvent("dead_lettered", task_type, claim.id, claim.due_ms, error=reason)
+            self.events.emit(event)
+        return Outcome("dead", claim, None, claim.record, reason)
 
     async def call_handler(
         self, task_type: TaskType, time_limit: float | None, payload: dict[str, Any], ctx: Context

@@ -223,8 +223,7 @@ class RedisStore:
             Claim(text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4]))
             for i in range(2, len(reply), 5)
         ]
-        next_ms = ms(reply[0]) if reply[0] else None
-        return ClaimBatch(claims, next_ms, reply[1])
+        return ClaimBatch(claims, wire.readable(reply[0]), reply[1])
 
     async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
         k = self.keys(task_type)

@@ -74,12 +74,9 @@ def claim(
                 for k, (_, task_id, due, record, stalls) in enumerate(good)
             ]
 
-    next_due, next_deadline = conn.execute(Q.next_ms, {"qid": qid}).fetchone()
-    if next_due is None or next_deadline is None:
-        next_ms = next_due if next_deadline is None else next_deadline
-    else:
-        next_ms = min(next_due, next_deadline)
-    return ClaimBatch(claims, next_ms, len(reaped))
+    row = conn.execute(Q.next_ms, {"qid": qid}).fetchone()
+    times = [t for t in (wire.readable(row[0]), wire.readable(row[1])) if t is not None]
+    return ClaimBatch(claims, min(times, default=None), len(reaped))
 
 
 @dataclass(slots=True)
@@ -150,19 +147,19 @@ def _follow_up(conn: sqlite3.Connection, qid: int, j: _Judged, now_ms: int) -> l
     """Write what follows one kept run's end; the due times it made due."""
     o = j.outcome
     made_due = []
-    error = _bound(o.error)
+    error = wire.param(o.error)
     if o.dead_id:
-        conn.execute(Q.file_dead, (qid, o.dead_id, now_ms, _bound(o.dead_record), error))
+        conn.execute(Q.file_dead, (qid, o.dead_id, now_ms, wire.param(o.dead_record), error))
     if o.spawn is not None:  # a new occurrence, written as schedule writes one
-        conn.execute(Q.schedule, (qid, o.spawn.id, o.spawn.due_ms, _bound(o.spawn.record)))
+        conn.execute(Q.schedule, (qid, o.spawn.id, o.spawn.due_ms, wire.param(o.spawn.record)))
         made_due.append(o.spawn.due_ms)
     if j.moved or o.op == "done":
         return made_due
     if o.op == "dead":
-        conn.execute(Q.settle_dead, (now_ms, _bound(o.record), error, j.rid))
+        conn.execute(Q.settle_dead, (now_ms, wire.param(o.record), error, j.rid))
         return made_due
     assert o.due_ms is not None, f"{o.op} needs a due time"
-    record = None if o.op == "release" else _bound(o.record)
+    record = None if o.op == "release" else wire.param(o.record)
     if conn.execute(
         Q.settle_due, (o.due_ms, record, error if o.op == "retry" else None, j.rid)
     ).rowcount:
@@ -175,25 +172,9 @@ def _unrunnable(task_id: object, record: object) -> str | None:
     the settle to find it again by id."""
     if record is None:
         return "no record for this id: moved aside"
-    if type(task_id) is not str or not (task_id.isascii() or _encodes(task_id)):
+    if type(task_id) is not str or not (task_id.isascii() or wire.is_utf8(task_id)):
         return "its id is not UTF-8 text: moved aside"
     return None
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _bound(text: str | None) -> str | bytes | None:
-    """Text as a parameter: text read from the store with bytes that are not UTF-8 (see
-    duetime.stores.wire) goes back as those bytes."""
-    if text is None or text.isascii() or _encodes(text):
-        return text
-    return wire.to_bytes(text)
 
 
 def _droppable(j: _Judged) -> bool:

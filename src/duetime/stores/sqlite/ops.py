@@ -64,7 +64,7 @@ class Queues:
 def head_due(conn: sqlite3.Connection, qid: int) -> int | None:
     """The earliest due time of a queue, or None when nothing is due."""
     row = conn.execute(Q.head_due, (qid,)).fetchone()
-    return None if row is None else int(row[0])
+    return None if row is None else wire.readable(row[0])
 
 
 def wake_if_earlier(
@@ -120,10 +120,11 @@ def cancel(conn: sqlite3.Connection, queues: Queues, task_type: str, task_id: st
     qid = queues.find(conn, task_type)
     if qid is None:
         return False
-    row = conn.execute(Q.cancel_idle, (qid, task_id)).fetchone()
+    key = wire.param(task_id)
+    row = conn.execute(Q.cancel_idle, (qid, key)).fetchone()
     if row is not None:
         return bool(row[0])
-    return conn.execute(Q.cancel_running, (qid, task_id)).rowcount > 0
+    return conn.execute(Q.cancel_running, (qid, key)).rowcount > 0
 
 
 def revive(
@@ -144,9 +145,10 @@ def revive(
     if qid is None:
         return False, []
     head = head_due(conn, qid)
-    if conn.execute(Q.revive, (due_ms, record, qid, task_id)).rowcount:
+    key = wire.param(task_id)
+    if conn.execute(Q.revive, (due_ms, wire.param(record), qid, key)).rowcount:
         return True, wake_if_earlier(conn, qid, task_type, due_ms, head)
-    if conn.execute(Q.is_dead, (qid, task_id)).fetchone() is not None:
+    if conn.execute(Q.is_dead, (qid, key)).fetchone() is not None:
         raise StoreRefused("bad arguments: the dead task has no record to run")
     return False, []
 
@@ -175,7 +177,7 @@ def get(
     """The task with this id: due if due (even while a run holds a lease), else running,
     else dead; None when it is none of them."""
     qid = queues.find(conn, task_type)
-    row = None if qid is None else conn.execute(Q.get, (qid, task_id)).fetchone()
+    row = None if qid is None else conn.execute(Q.get, (qid, wire.param(task_id))).fetchone()
     if row is None:
         return None
     stored_id, due, token, claimed_due, deadline, dead, record, stalls, error = row

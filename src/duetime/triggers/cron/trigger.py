@@ -26,6 +26,7 @@ from duetime.triggers.cron.policy import (
     OVERLAP,
     Missed,
     Overlap,
+    Plan,
     after_run,
     next_for_allow,
     plan_claim,
@@ -149,7 +150,7 @@ class CronTrigger:
         if job.failures:
             run = tick  # a retry of a tick that failed: run it again, no planning
         else:
-            plan = plan_claim(spec, tick, now)
+            plan = _planned(spec, tick, now)
             if plan.missed_total:
                 _log_missed(job, plan.missed, plan.missed_total)
                 job.missed_ticks(plan.missed[-1] if plan.missed else tick, plan.missed_total)
@@ -183,6 +184,15 @@ class CronTrigger:
             return following
 
         return await job.failed(error, run, spec, follow)
+
+
+def _planned(spec: CronTrigger, tick_ms: int, now_ms: int) -> Plan:
+    """plan_claim, for a tick read from the store: one the expression cannot be stepped
+    from (at the very edge of the years datetime can hold) is bad data."""
+    try:
+        return plan_claim(spec, tick_ms, now_ms)
+    except (OverflowError, ValueError) as exc:
+        raise SchemaError(f"the cron schedule cannot step from its tick {tick_ms}: {exc}") from None
 
 
 def _int(doc: dict[str, object], key: str) -> int:
