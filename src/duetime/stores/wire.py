@@ -13,6 +13,7 @@ exception for a value's sake.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 #: A stored time that could not be read as a number: below every valid time.
 UNREADABLE_MS = -(2**63)
@@ -20,9 +21,11 @@ UNREADABLE_MS = -(2**63)
 
 def text(raw: object) -> str:
     """A stored value as text; bytes that are not UTF-8 survive as lone surrogates."""
+    if type(raw) is bytes:  # what the stores read, first: this is on the claim path
+        return raw.decode("utf-8", "surrogateescape")
     if isinstance(raw, str):
         return raw
-    if isinstance(raw, bytes | bytearray | memoryview):
+    if isinstance(raw, bytearray | memoryview):
         return bytes(raw).decode("utf-8", "surrogateescape")
     return str(raw)
 
@@ -58,12 +61,15 @@ def is_utf8(value: str) -> bool:
     return True
 
 
-def ms(raw: object) -> int:
+def ms(raw: Any) -> int:
     """A stored time or count as a whole number, or UNREADABLE_MS."""
-    if isinstance(raw, int) and not isinstance(raw, bool):
-        return raw
     try:
-        number = float(text(raw)) if not isinstance(raw, float) else raw
+        whole: int = int(raw)  # an int, or digits as bytes or text: the claim path
+        return whole
+    except (TypeError, ValueError, OverflowError):
+        pass
+    try:
+        number = float(text(raw))
     except ValueError:
         return UNREADABLE_MS
     return int(number) if math.isfinite(number) else UNREADABLE_MS

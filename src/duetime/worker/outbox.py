@@ -35,9 +35,6 @@ class Outbox:
         self._ready = asyncio.Event()
         self._lock = asyncio.Lock()
 
-    def __len__(self) -> int:
-        return len(self._items)
-
     def put(self, task_type: str, held: MutableMapping[int, Any], outcome: Outcome) -> None:
         """Queue an outcome; ``held`` maps the tokens its runner holds, and loses this one
         once it is settled."""
