@@ -28,6 +28,7 @@ from duetime.model import Backoff, Pacing, Reschedule, Task, TaskInfo, TaskPolic
 from duetime.sync import SyncClient
 from duetime.tasktype import TaskType
 from duetime.triggers.cron.manage import CronInfo
+from duetime.triggers.expiring.group import ExpiringGroup
 from duetime.triggers.periodic import deep_merge
 from duetime.worker import Listener, TaskEvent, Worker
 
@@ -44,6 +45,7 @@ __all__ = [
     "CronInfo",
     "Context",
     "DuetimeError",
+    "ExpiringGroup",
     "Listener",
     "ManualClock",
     "NotFound",

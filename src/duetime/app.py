@@ -22,6 +22,7 @@ from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.triggers.cron import manage as cron
 from duetime.triggers.cron.manage import CronInfo
 from duetime.triggers.cron.policy import Missed, Overlap
+from duetime.triggers.expiring.group import ExpiringGroup
 from duetime.validate import check_name
 
 if TYPE_CHECKING:
@@ -85,11 +86,44 @@ class App(Client):
 
         def register(fn: Handler) -> TaskType:
             mode = call_mode(fn, cron=False)
-            task_type = TaskType(name, fn, policy, pacing or Pacing(), mode)
+            task_type = TaskType(name, None, policy, pacing or Pacing())
+            task_type.bind(fn, mode)
             task_type.scheduler = self.schedule
             return self._add(task_type)
 
         return register
+
+    def expiring(
+        self, name: str, *, ttl: timedelta | float, pacing: Pacing | None = None, **options: Any
+    ) -> ExpiringGroup:
+        """An expiring group: values put under keys that go to its handler (set with
+        ``@group.on_expire``) when their TTL runs out, once each, on one worker.
+
+        Entries live in the store, indexed by expiry: they are handled on time whatever
+        Redis's keyspace notifications do, and those that expired while every worker was
+        down are handled when one starts. The group is a task type named ``name``: the
+        other options are :meth:`task`'s (retries, backoff, timeout, concurrency, lease),
+        and an expiry that keeps failing ends in its dead letters with its value.
+
+        Raises:
+            ValidationError: a bad name, TTL or option, or a name already taken.
+        """
+        check_name("task_type", name)
+        if name in self.types:
+            raise ValidationError("name", f"{name!r} is already a task type or a group")
+        policy = TaskPolicy.from_options(**options)
+        group_type = TaskType(
+            name, None, policy, pacing or Pacing(), mode="entry", scheduler=self.schedule
+        )
+        group = ExpiringGroup(
+            group_type,
+            ttl,
+            open_store=self.open,
+            now_ms=self.now_ms,
+            max_payload_bytes=self.max_payload_bytes,
+        )
+        self._add(group_type)
+        return group
 
     def cron(
         self,
@@ -142,7 +176,8 @@ class App(Client):
 
     def _add(self, task_type: TaskType) -> TaskType:
         existing = self.types.get(task_type.name)
-        if existing is not None and existing.handler is not None:
+        # A name only declared (app.declare) may be registered; a group's name may not.
+        if existing is not None and (existing.handler is not None or existing.mode != "payload"):
             raise ValidationError(
                 "task_type", f"{task_type.name!r} is already registered to {existing.handler!r}"
             )

@@ -102,13 +102,13 @@ class TaskPolicy:
     def from_options(
         cls,
         *,
-        concurrency: int,
-        timeout: timedelta | float | None,
-        retries: int | None,
-        backoff: Backoff | None,
-        lease: timedelta | float,
-        max_stalls: int,
-        delivery: Delivery,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        timeout: timedelta | float | None = DEFAULT_TIMEOUT,
+        retries: int | None = None,
+        backoff: Backoff | None = None,
+        lease: timedelta | float = DEFAULT_LEASE,
+        max_stalls: int = DEFAULT_MAX_STALLS,
+        delivery: Delivery = "at_least_once",
     ) -> TaskPolicy:
         """The policy of ``@app.task``'s options: numbers are seconds, and ``retries``
         defaults to 3, or 0 with at-most-once delivery."""

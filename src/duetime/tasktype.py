@@ -13,9 +13,15 @@ from duetime.model import Pacing, Reschedule, TaskPolicy
 
 Handler = Callable[..., Any]
 Hook = Callable[..., "Reschedule | bool | None | Awaitable[Reschedule | bool | None]"]
-#: What a handler is given: the payload, the payload and the Context, or (cron handlers
-#: taking one argument) the Context alone.
-CallMode = Literal["payload", "both", "ctx"]
+#: What a handler is given: the payload, the payload and the Context, (cron handlers taking
+#: one argument) the Context alone, or (an expiring group's handler) the key and value,
+#: with or without the Context.
+CallMode = Literal["payload", "both", "ctx", "entry", "entry_ctx"]
+
+
+def _no_var_args(fn: Callable[..., Any]) -> bool:
+    kinds = {p.kind for p in inspect.signature(fn).parameters.values()}
+    return inspect.Parameter.VAR_POSITIONAL not in kinds
 
 
 def positional_arity(fn: Callable[..., Any]) -> int:
@@ -27,11 +33,15 @@ def positional_arity(fn: Callable[..., Any]) -> int:
     return sum(1 for p in params if p.kind in kinds)
 
 
-def call_mode(fn: Handler, *, cron: bool) -> CallMode:
+def call_mode(fn: Handler, *, cron: bool = False, entry: bool = False) -> CallMode:
     """How to call a handler, from its signature; raises ValidationError if it cannot be."""
     if not callable(fn):
         raise ValidationError("handler", "must be callable")
     arity = positional_arity(fn)
+    if entry:
+        if arity < 2:
+            raise ValidationError("handler", "must take (key, value) or (key, value, ctx)")
+        return "entry" if arity == 2 and _no_var_args(fn) else "entry_ctx"
     if arity >= 2:
         return "both"
     if arity == 1:
@@ -64,9 +74,23 @@ class TaskType:
 
     def args(self, payload: dict[str, Any], ctx: Any) -> tuple[Any, ...]:
         """The arguments the handler is called with."""
-        if self.mode == "payload":
+        mode = self.mode
+        if mode == "payload":
             return (payload,)
-        return (ctx,) if self.mode == "ctx" else (payload, ctx)
+        if mode == "both":
+            return (payload, ctx)
+        if mode == "ctx":
+            return (ctx,)
+        if mode == "entry":
+            return (payload["key"], payload["value"])
+        return (payload["key"], payload["value"], ctx)
+
+    def bind(self, handler: Handler, mode: CallMode) -> None:
+        """Give a type registered without one its handler (an expiring group's, say)."""
+        if self.handler is not None:
+            raise ValidationError("handler", f"{self.name!r} already has {self.handler!r}")
+        self.handler, self.mode = handler, mode
+        self.is_async = inspect.iscoroutinefunction(handler)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.handler is None:

@@ -227,6 +227,27 @@ class Store(Protocol):
         """
         ...
 
+    async def put_entry(
+        self, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
+    ) -> list[int]:
+        """Write expiring entries (ids distinct): each atomically, in order; returns, per
+        entry, when it expires.
+
+        An entry whose id is live (due after ``now_ms``) gets the record given, and the due
+        time given unless ``keep_ttl`` (it keeps its own). One that expired but no worker
+        claimed yet (due at or before ``now_ms``) is first moved, as it is and still due, to
+        the id ``"<id>@<its due ms>"``, so that its expiry is still handled; the entry is
+        then written new, as is one whose id is free, running or dead (as :meth:`schedule`
+        writes an id: a new occurrence). Wakes workers when an entry becomes the earliest
+        of its type.
+        """
+        ...
+
+    async def remove_entry(self, task_type: str, task_id: str, now_ms: int) -> bool:
+        """Remove the entry ``task_id`` if it is live (due after ``now_ms``), atomically;
+        returns whether it was. An expired entry is left to be handled."""
+        ...
+
     async def add_schedule_name(self, name: str, task_type: str) -> str:
         """Record that the cron schedule ``name`` lives in ``task_type``, unless the name is
         taken already; returns the task type the name belongs to, atomically."""

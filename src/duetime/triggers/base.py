@@ -86,6 +86,7 @@ class Job(Protocol):
         occurrence_ms: the occurrence the claim belongs to: the record's, or the due time.
         max_payload_bytes: the largest payload the app accepts.
         has_hook: whether the task type has a reschedule hook.
+        payload: the payload, decoded: the dict the handler is given.
     """
 
     claim: Claim
@@ -95,6 +96,9 @@ class Job(Protocol):
     occurrence_ms: int
     max_payload_bytes: int
     has_hook: bool
+
+    @property
+    def payload(self) -> dict[str, Any]: ...
 
     def now_ms(self) -> int:
         """The store's time now."""

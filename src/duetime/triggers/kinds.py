@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from duetime.triggers.base import TriggerKind
 from duetime.triggers.cron.trigger import CronTrigger
+from duetime.triggers.expiring.trigger import Expiring
 from duetime.triggers.periodic import Periodic
 
-KINDS: tuple[TriggerKind, ...] = (Periodic, CronTrigger)  # type: ignore[assignment]
+KINDS: tuple[TriggerKind, ...] = (Periodic, CronTrigger, Expiring)  # type: ignore[assignment]

@@ -190,6 +190,10 @@ class _Job:
         self.has_hook = task_type.hook is not None
         self.context: Context | None = None
 
+    @property
+    def payload(self) -> dict[str, Any]:
+        return self.record.payload
+
     def now_ms(self) -> int:
         return self._executor.clock.now_ms()
 

@@ -37,7 +37,17 @@ except ImportError:  # pragma: no cover - hiredis comes with redis[hiredis]
     _hiredis_pack = None
 
 _PREAMBLE = "_preamble.lua"
-NAMES = ("schedule", "claim_due", "settle", "extend_lease", "cancel", "revive", "inspect_task")
+NAMES = (
+    "schedule",
+    "claim_due",
+    "settle",
+    "extend_lease",
+    "cancel",
+    "revive",
+    "inspect_task",
+    "put_entry",
+    "remove_entry",
+)
 
 #: What each negative code means. -3 carries the server's own error (out of memory, say).
 CODES = {-1: "a key holds a value of another type", -2: "bad arguments", -3: "the server refused"}

@@ -25,6 +25,7 @@ from duetime.stores.base import (
     WakeCallback,
 )
 from duetime.stores.redis import scripts, wake
+from duetime.stores.redis.codec import settle_args, stored_task
 from duetime.stores.redis.connection import (
     DRIVER_ERRORS,
     RedisConfig,
@@ -241,7 +242,7 @@ class RedisStore:
             else:
                 done, rest = [], list(chunk)
             for o in rest:
-                args += _settle_args(o)
+                args += settle_args(o)
             # A call key of its own: a resend finds the reply of the first send, and does
             # not take the outcomes that send kept for lost leases.
             keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
@@ -263,6 +264,26 @@ class RedisStore:
         lost = {wire.text(task_id) for task_id in reply}
         return [claim for claim in claims if claim.id in lost]
 
+    # -- expiring entries -----------------------------------------------------------------
+
+    async def put_entry(
+        self, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
+    ) -> list[int]:
+        k = self.keys(task_type)
+        keys = [k.due, k.data, k.dead, k.meta]
+        dues: list[int] = []
+        for start in range(0, len(entries), SCHEDULE_CHUNK):
+            args: list[Any] = [self._channel, task_type, now_ms, "1" if keep_ttl else "0"]
+            for entry in entries[start : start + SCHEDULE_CHUNK]:
+                args += (entry.id, entry.due_ms, entry.record)
+            dues += (wire.ms(at) for at in await self._run("put_entry", keys, args))
+        return dues
+
+    async def remove_entry(self, task_type: str, task_id: str, now_ms: int) -> bool:
+        k = self.keys(task_type)
+        reply = await self._run("remove_entry", [k.due, k.data, k.meta], [task_id, now_ms])
+        return bool(reply[0])
+
     # -- reads --------------------------------------------------------------------------
 
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:
@@ -271,12 +292,12 @@ class RedisStore:
         reply = await self._run("inspect_task", keys, [task_id])
         due, running, dead, record, lease, stalls, error = (*reply, *[None] * 7)[:7]
         if due is not None:
-            return _stored(task_id, "due", due, wire.ms(due), record, stalls, error)
+            return stored_task(task_id, "due", due, wire.ms(due), record, stalls, error)
         if running is not None and lease is not None:
             claimed_due = parse_lease(wire.text(lease))[1]
-            return _stored(task_id, "running", running, claimed_due, record, stalls, error)
+            return stored_task(task_id, "running", running, claimed_due, record, stalls, error)
         if dead is not None:
-            return _stored(task_id, "dead", dead, wire.ms(dead), record, stalls, error)
+            return stored_task(task_id, "dead", dead, wire.ms(dead), record, stalls, error)
         return None
 
     async def list_tasks(
@@ -303,7 +324,9 @@ class RedisStore:
             if state == "running" and leases[n]:
                 due = parse_lease(wire.text(leases[n]))[1]
             stalls, error = meta[2 * n], meta[2 * n + 1]
-            out.append(_stored(wire.text(task_id), state, score, due, records[n], stalls, error))
+            out.append(
+                stored_task(wire.text(task_id), state, score, due, records[n], stalls, error)
+            )
         return out
 
     async def count(self, task_type: str) -> dict[State, int]:
@@ -339,44 +362,3 @@ class RedisStore:
         # silent retries: a reconnect must be seen, to look again for what was missed.
         connect = functools.partial(self._connect, retries=0, health_check_interval=10)
         await wake.listen(connect, self._channel, on_wake)
-
-
-def _settle_args(o: Outcome) -> tuple[Any, ...]:
-    """The settle script's arguments for one outcome (see settle.lua)."""
-    c = o.claim
-    if o.op == "done":
-        args: tuple[Any, ...] = ("done", c.id, c.token)
-    elif o.op == "release":
-        args = ("release", c.id, c.token, o.due_ms)
-    elif o.op == "dead":
-        args = ("dead", c.id, c.token, o.record, o.error)
-    elif o.op == "next":
-        args = ("next", c.id, c.token, o.due_ms, o.record)
-    else:
-        args = ("retry", c.id, c.token, o.due_ms, o.record, o.error)
-    if o.dead_id:
-        args += ("file", o.dead_id, o.dead_record, o.error)
-    if o.spawn is not None:
-        args += ("spawn", o.spawn.id, o.spawn.due_ms, o.spawn.record)
-    return args
-
-
-def _stored(
-    task_id: str,
-    state: State,
-    score: object,
-    due_ms: int,
-    record: object,
-    stalls: object,
-    error: object,
-) -> StoredTask:
-    """A stored task from the fields Redis returned, whatever their bytes."""
-    return StoredTask(
-        task_id,
-        state,
-        wire.ms(score),
-        due_ms,
-        wire.maybe_text(record),
-        wire.count(stalls),
-        wire.maybe_text(error),
-    )

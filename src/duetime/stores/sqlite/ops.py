@@ -115,6 +115,47 @@ def _values(qid: int, tasks: Sequence[NewTask]) -> tuple[Any, ...]:
     return tuple(chain.from_iterable((qid, t.id, t.due_ms, t.record) for t in tasks))
 
 
+def put_entry(
+    conn: sqlite3.Connection,
+    queues: Queues,
+    task_type: str,
+    entries: Sequence[NewTask],
+    keep_ttl: bool,
+    now_ms: int,
+) -> tuple[list[int], list[Wake]]:
+    """Write expiring entries (see ``Store.put_entry``); (their due times, wake-ups)."""
+    qid = queues.find_or_add(conn, task_type)
+    head = head_due(conn, qid)
+    dues, made_due = [], []
+    for entry in entries:
+        row = conn.execute(Q.get, (qid, entry.id)).fetchone()
+        current = None if row is None else wire.readable(row[1])
+        due = entry.due_ms
+        if current is not None and current > now_ms:  # live
+            if keep_ttl:
+                due = current
+        elif current is not None:  # expired, not claimed yet: its expiry is still handled
+            aside = (qid, f"{entry.id}@{current}", current, row[6] or entry.record)
+            conn.execute(Q.schedule, aside)
+            made_due.append(current)
+        conn.execute(Q.schedule, (qid, entry.id, due, entry.record))
+        made_due.append(due)
+        dues.append(due)
+    return dues, wake_if_earlier(conn, qid, task_type, min(made_due, default=None), head)
+
+
+def remove_entry(
+    conn: sqlite3.Connection, queues: Queues, task_type: str, task_id: str, now_ms: int
+) -> bool:
+    """Remove a live expiring entry (due after ``now_ms``); whether it was one."""
+    qid = queues.find(conn, task_type)
+    row = None if qid is None else conn.execute(Q.get, (qid, wire.param(task_id))).fetchone()
+    current = None if row is None else wire.readable(row[1])
+    if current is None or current <= now_ms:
+        return False
+    return cancel(conn, queues, task_type, task_id)
+
+
 def cancel(conn: sqlite3.Connection, queues: Queues, task_type: str, task_id: str) -> bool:
     """Remove a task whatever its state; whether it existed."""
     qid = queues.find(conn, task_type)

@@ -245,6 +245,26 @@ class SqliteStore:
             return []
         return await self._write("extend", ops.extend, self._queues, task_type, claims, deadline_ms)
 
+    # -- expiring entries -----------------------------------------------------------------
+
+    async def put_entry(
+        self, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
+    ) -> list[int]:
+        """Write expiring entries in one transaction (see ``Store.put_entry``)."""
+        if not entries:
+            return []
+        dues, wakes = await self._write(
+            "put_entry", ops.put_entry, self._queues, task_type, entries, keep_ttl, now_ms
+        )
+        wake.notify(self._key, self.config.namespace, wakes)
+        return dues
+
+    async def remove_entry(self, task_type: str, task_id: str, now_ms: int) -> bool:
+        """Remove a live expiring entry (due after ``now_ms``); whether it was one."""
+        return await self._write(
+            "remove_entry", ops.remove_entry, self._queues, task_type, task_id, now_ms
+        )
+
     # -- reads --------------------------------------------------------------------------
 
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:

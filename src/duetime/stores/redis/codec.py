@@ -1,0 +1,49 @@
+"""How the Redis store's scripts take their arguments and give back stored tasks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from duetime.stores import wire
+from duetime.stores.base import Outcome, State, StoredTask
+
+
+def settle_args(o: Outcome) -> tuple[Any, ...]:
+    """The settle script's arguments for one outcome (see settle.lua)."""
+    c = o.claim
+    if o.op == "done":
+        args: tuple[Any, ...] = ("done", c.id, c.token)
+    elif o.op == "release":
+        args = ("release", c.id, c.token, o.due_ms)
+    elif o.op == "dead":
+        args = ("dead", c.id, c.token, o.record, o.error)
+    elif o.op == "next":
+        args = ("next", c.id, c.token, o.due_ms, o.record)
+    else:
+        args = ("retry", c.id, c.token, o.due_ms, o.record, o.error)
+    if o.dead_id:
+        args += ("file", o.dead_id, o.dead_record, o.error)
+    if o.spawn is not None:
+        args += ("spawn", o.spawn.id, o.spawn.due_ms, o.spawn.record)
+    return args
+
+
+def stored_task(
+    task_id: str,
+    state: State,
+    score: object,
+    due_ms: int,
+    record: object,
+    stalls: object,
+    error: object,
+) -> StoredTask:
+    """A stored task from the fields Redis returned, whatever their bytes."""
+    return StoredTask(
+        task_id,
+        state,
+        wire.ms(score),
+        due_ms,
+        wire.maybe_text(record),
+        wire.count(stalls),
+        wire.maybe_text(error),
+    )

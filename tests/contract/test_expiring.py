@@ -1,0 +1,204 @@
+"""Expiring entries on each store: handled once at expiry with their last value, keep_ttl and
+restarts, get, expires_at, delete, expiries missed while no worker ran, dead letters."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+import duetime
+from duetime.triggers.expiring.group import ExpiringGroup
+from tests.helpers import eventually, has_state, is_gone, running
+
+TTL = timedelta(milliseconds=300)
+FAST = duetime.Backoff(base=timedelta(milliseconds=20), jitter=0)
+
+
+def handled_log(group: ExpiringGroup) -> list[tuple[str, Any, duetime.Context]]:
+    """Register a handler that notes each expiry it is given."""
+    seen: list[tuple[str, Any, duetime.Context]] = []
+
+    @group.on_expire
+    async def persist(key: str, value: Any, ctx: duetime.Context) -> None:
+        seen.append((key, value, ctx))
+
+    return seen
+
+
+async def test_an_entry_is_handled_once_at_its_expiry_with_its_last_value(
+    app: duetime.App,
+) -> None:
+    cache = app.expiring("pendingWrites", ttl=TTL)
+    seen = handled_log(cache)
+
+    async with running(app):
+        first = await cache.put("user:42", {"clicks": 3})
+        assert await cache.get("user:42") == {"clicks": 3}
+        assert await cache.expires_at("user:42") == first
+        later = await cache.put("user:42", {"clicks": 4})  # restarts the TTL
+        assert later > first
+        await eventually(lambda: len(seen) == 1)
+        await asyncio.sleep(0.3)  # nothing more
+
+    ((key, value, ctx),) = seen
+    expiry_ms = int(later.timestamp() * 1000)
+    assert (key, value) == ("user:42", {"clicks": 4})
+    assert ctx.task_type == "pendingWrites" and ctx.due == later and ctx.attempt == 1
+    assert ctx.occurrence == f"user:42@{expiry_ms}" == ctx.task_id
+    assert app.clock.now_ms() >= expiry_ms
+    assert await cache.get("user:42") is None and await cache.expires_at("user:42") is None
+    assert await app.counts("pendingWrites") == {"due": 0, "running": 0, "dead": 0}
+
+
+async def test_keep_ttl_keeps_a_live_expiry_and_starts_one_when_there_is_none(
+    app: duetime.App,
+) -> None:
+    cache = app.expiring("reminders", ttl=timedelta(minutes=5))
+    first = await cache.put("a", 1, ttl=timedelta(minutes=1))
+    kept = await cache.put("a", 2, keep_ttl=True)
+    fresh = await cache.put("b", [1, 2], keep_ttl=True)  # none live: the group's TTL
+
+    assert kept == first and await cache.get("a") == 2
+    now = await app.now_ms()
+    assert 299_000 <= int(fresh.timestamp() * 1000) - now <= 300_000
+    restarted = await cache.put("a", 3, ttl=timedelta(minutes=2))
+    assert restarted > first and await cache.expires_at("a") == restarted
+
+
+async def test_delete_removes_a_live_entry_and_leaves_an_expired_one_to_its_handler(
+    app: duetime.App,
+) -> None:
+    cache = app.expiring("pendingWrites", ttl=TTL)
+    seen = handled_log(cache)
+    await cache.put("gone", "x", ttl=timedelta(minutes=1))
+    await cache.put("due", "y", ttl=timedelta(milliseconds=10))
+    await asyncio.sleep(0.05)  # "due" has expired; no worker has handled it yet
+
+    assert await cache.delete("gone") is True
+    assert await cache.delete("gone") is False
+    assert await cache.delete("due") is False  # expired: still goes to the handler
+    assert await cache.get("due") is None
+    async with running(app):
+        await eventually(lambda: len(seen) == 1)
+        await asyncio.sleep(0.2)
+    assert [(k, v) for k, v, _ in seen] == [("due", "y")]
+
+
+async def test_a_put_after_expiry_starts_a_new_entry_and_the_old_value_is_still_handled(
+    app: duetime.App,
+) -> None:
+    cache = app.expiring("pendingWrites", ttl=timedelta(milliseconds=50))
+    seen = handled_log(cache)
+    await cache.put("k", "old")
+    await asyncio.sleep(0.1)  # expired while no worker ran
+    await cache.put("k", "new", ttl=timedelta(milliseconds=400))
+
+    assert await cache.get("k") == "new"
+    async with running(app):
+        await eventually(lambda: len(seen) == 1)
+        assert [v for _, v, _ in seen] == ["old"]  # at once: its expiry has passed
+        await eventually(lambda: len(seen) == 2)
+    assert [(k, v) for k, v, _ in seen] == [("k", "old"), ("k", "new")]
+
+
+async def test_entries_that_expired_while_no_worker_ran_are_handled_when_one_starts(
+    app: duetime.App,
+) -> None:
+    cache = app.expiring("pendingWrites", ttl=timedelta(milliseconds=20))
+    seen = handled_log(cache)
+    await cache.put_many({f"k{i}": i for i in range(50)})
+    await asyncio.sleep(0.1)
+
+    async with running(app):
+        await eventually(lambda: len(seen) == 50)
+        await asyncio.sleep(0.2)
+    assert sorted(v for _, v, _ in seen) == list(range(50))
+
+
+async def test_an_expiry_that_keeps_failing_ends_in_the_dead_letters_with_its_value(
+    app: duetime.App,
+) -> None:
+    cache = app.expiring("flaky", ttl=timedelta(milliseconds=20), retries=1, backoff=FAST)
+    attempts: list[int] = []
+
+    @cache.on_expire
+    def refuse(key: str, value: Any, ctx: duetime.Context) -> None:  # a plain def
+        attempts.append(ctx.attempt)
+        raise ConnectionError("database down")
+
+    due = await cache.put("order:7", {"total": 12})
+    async with running(app):
+        dead_id = f"order:7@{int(due.timestamp() * 1000)}"
+        await eventually(lambda: has_state(app, "flaky", dead_id, "dead"))
+
+    assert attempts == [1, 2]
+    (dead,) = await app.list("flaky", "dead")
+    assert dead.payload == {"key": "order:7", "value": {"total": 12}}
+    assert dead.error == "ConnectionError: database down"
+    attempts.clear()
+    await app.retry("flaky", dead_id)
+    async with running(app):
+        await eventually(lambda: attempts == [1, 2])
+        await eventually(lambda: has_state(app, "flaky", dead_id, "dead"))
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda c: c.put("k", 1, ttl=0), "ttl"),
+        (lambda c: c.put("k", 1, ttl=timedelta(seconds=-1)), "ttl"),
+        (lambda c: c.put("", 1), "key"),
+        (lambda c: c.put("x" * 201, 1), "key"),
+        (lambda c: c.put("k", {1, 2}), "value"),
+        (lambda c: c.put("k", float("nan")), "value"),
+        (lambda c: c.put("k", "x" * 70_000), "value"),
+        (lambda c: c.put_many([("k", 1), ("k", 2)]), "key"),
+    ],
+)
+async def test_bad_input_is_refused_by_name_and_nothing_is_written(
+    app: duetime.App, call: Any, field: str
+) -> None:
+    cache = app.expiring("cache", ttl=TTL)
+    with pytest.raises(duetime.ValidationError) as caught:
+        await call(cache)
+    assert caught.value.field == field
+    assert await app.counts("cache") == {"due": 0, "running": 0, "dead": 0}
+
+
+def test_a_group_name_must_be_free_and_its_handler_take_a_key_and_a_value() -> None:
+    app = duetime.App("redis://localhost:1/0")
+
+    @app.task("job")
+    async def job(payload: dict[str, Any]) -> None: ...
+
+    with pytest.raises(duetime.ValidationError, match="already"):
+        app.expiring("job", ttl=1)
+    cache = app.expiring("cache", ttl=1)
+    with pytest.raises(duetime.ValidationError, match="already"):
+        app.expiring("cache", ttl=1)
+    with pytest.raises(duetime.ValidationError, match="already registered"):
+
+        @app.task("cache")
+        async def clash(payload: dict[str, Any]) -> None: ...
+
+    with pytest.raises(duetime.ValidationError, match=r"\(key, value\)"):
+
+        @cache.on_expire
+        async def one(key: str) -> None: ...
+
+    with pytest.raises(duetime.ValidationError, match="ttl"):
+        app.expiring("other", ttl=0)
+
+
+async def test_a_deleted_entry_is_never_handled(app: duetime.App) -> None:
+    cache = app.expiring("pendingWrites", ttl=timedelta(milliseconds=200))
+    seen = handled_log(cache)
+    async with running(app):
+        await cache.put("k", 1)
+        assert await cache.delete("k") is True
+        await asyncio.sleep(0.4)
+    assert seen == []
+    assert await is_gone(app, "pendingWrites", "k")
