@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from duetime.client import Client
-from duetime.errors import ValidationError
+from duetime.errors import ConfigError, ValidationError
 from duetime.model import (
     DEFAULT_CONCURRENCY,
     DEFAULT_LEASE,
@@ -18,12 +19,14 @@ from duetime.model import (
     Pacing,
     TaskPolicy,
 )
+from duetime.stores import REDIS_SCHEMES, redact
 from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.triggers.cron import manage as cron
 from duetime.triggers.cron.manage import CronInfo
 from duetime.triggers.cron.policy import Missed, Overlap
 from duetime.triggers.expiring.group import ExpiringGroup
-from duetime.validate import check_name
+from duetime.triggers.keyspace import UNROUTED, KeyRoute, file_unrouted
+from duetime.validate import check_int, check_name
 
 if TYPE_CHECKING:
     from duetime.sync import SyncClient
@@ -113,7 +116,13 @@ class App(Client):
             raise ValidationError("name", f"{name!r} is already a task type or a group")
         policy = TaskPolicy.from_options(**options)
         group_type = TaskType(
-            name, None, policy, pacing or Pacing(), mode="entry", scheduler=self.schedule
+            name,
+            None,
+            policy,
+            pacing or Pacing(),
+            mode="fields_ctx",
+            takes=("key", "value"),
+            scheduler=self.schedule,
         )
         group = ExpiringGroup(
             group_type,
@@ -124,6 +133,71 @@ class App(Client):
         )
         self._add(group_type)
         return group
+
+    def on_key_expired(
+        self, pattern: str, *, db: int = 0, name: str | None = None, **options: Any
+    ) -> Callable[[Handler], TaskType]:
+        """Run the decorated function when a key matching ``pattern`` (a glob) expires in
+        Redis database ``db``: keys other programs write. It takes ``(key)`` or ``(key,
+        ctx)``, and runs as a task of type ``name`` (default: its own name) with
+        :meth:`task`'s options, once across workers for each expiry.
+
+        At most once, and on Redis's time: the expiry events are Redis's keyspace
+        notifications, which Redis publishes when it removes the key (seconds late with many
+        volatile keys), and an event published while no worker listens is gone. Two expiries
+        of one key within 5 s count as one. For work that must not be lost, use
+        :meth:`expiring`. A worker turns the notifications on (``notify-keyspace-events``
+        flags ``E`` and ``x``) when it can.
+
+        Raises:
+            ConfigError: the store is not Redis.
+            ValidationError: a bad pattern, database, name or option.
+        """
+        if not isinstance(pattern, str) or not pattern:
+            raise ValidationError("pattern", "must be a non-empty glob such as 'session:*'")
+        return self._key_route("expired", db, name, options, pattern=pattern)
+
+    def key_timer(self, name: str, *, db: int = 0, **options: Any) -> Callable[[Handler], TaskType]:
+        """Run the decorated function for key timers named ``name`` in Redis database
+        ``db``: keys ``<id>:??<name>??<JSON>`` that expire, as a key-name timer scheduler's
+        producers write them (SET, then EXPIRE, in one MULTI). It takes ``(message)`` or
+        ``(message, ctx)``, the JSON parsed, and runs as a task of type ``name`` with
+        :meth:`task`'s options, once across workers for each key. Keys naming no handler, or
+        that do not parse, go to the dead letters of type ``duetime.keyTimers``, never run.
+        At most once, on Redis's time, as :meth:`on_key_expired`.
+
+        Raises:
+            ConfigError: the store is not Redis.
+            ValidationError: a bad name, database or option.
+        """
+        return self._key_route("timer", db, name, options)
+
+    def _key_route(
+        self,
+        kind: Literal["expired", "timer"],
+        db: int,
+        name: str | None,
+        options: dict[str, Any],
+        pattern: str = "",
+    ) -> Callable[[Handler], TaskType]:
+        if urlsplit(self.url).scheme.lower() not in REDIS_SCHEMES:
+            raise ConfigError(
+                f"key expiry handlers need a Redis store: keys of {redact(self.url)} do not expire"
+            )
+        check_int("db", db, minimum=0)
+        takes = ("key",) if kind == "expired" else ("message",)
+
+        def register(fn: Handler) -> TaskType:
+            type_name = check_name("name", name or getattr(fn, "__name__", ""))
+            task_type = self.task(type_name, **options)(fn)
+            task_type.mode, task_type.takes = call_mode(fn, takes=takes), takes
+            route = KeyRoute(kind, db, type_name, pattern, type_name if kind == "timer" else "")
+            self.key_routes.append(route)
+            if kind == "timer" and UNROUTED not in self.types:
+                self.task(UNROUTED, retries=0)(file_unrouted)
+            return task_type
+
+        return register
 
     def cron(
         self,

@@ -21,6 +21,7 @@ from duetime.record import Record, new_task, task_info
 from duetime.stores import open_store, resolve_url
 from duetime.stores.base import STATES, NewTask, State, Store
 from duetime.tasktype import TaskType
+from duetime.triggers.keyspace import KeyRoute
 from duetime.triggers.named import NamedTriggers
 from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_name, new_task_id, to_ms
 
@@ -52,6 +53,8 @@ class Client:
         self.types: dict[str, TaskType] = {}
         #: Cron schedules by name: those the code declares, and those in the store.
         self.named_triggers = NamedTriggers(self.open, self.now_ms)
+        #: Where key expiry events go (App.on_key_expired, App.key_timer).
+        self.key_routes: list[KeyRoute] = []
         self._given_clock = clock
         self._given_store = store
         self._store: Store | None = None

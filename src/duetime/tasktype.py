@@ -14,9 +14,9 @@ from duetime.model import Pacing, Reschedule, TaskPolicy
 Handler = Callable[..., Any]
 Hook = Callable[..., "Reschedule | bool | None | Awaitable[Reschedule | bool | None]"]
 #: What a handler is given: the payload, the payload and the Context, (cron handlers taking
-#: one argument) the Context alone, or (an expiring group's handler) the key and value,
-#: with or without the Context.
-CallMode = Literal["payload", "both", "ctx", "entry", "entry_ctx"]
+#: one argument) the Context alone, or some fields of the payload (the type's ``takes``:
+#: an expiring group's key and value, say), with or without the Context.
+CallMode = Literal["payload", "both", "ctx", "fields", "fields_ctx"]
 
 
 def _no_var_args(fn: Callable[..., Any]) -> bool:
@@ -33,15 +33,20 @@ def positional_arity(fn: Callable[..., Any]) -> int:
     return sum(1 for p in params if p.kind in kinds)
 
 
-def call_mode(fn: Handler, *, cron: bool = False, entry: bool = False) -> CallMode:
-    """How to call a handler, from its signature; raises ValidationError if it cannot be."""
+def call_mode(fn: Handler, *, cron: bool = False, takes: tuple[str, ...] = ()) -> CallMode:
+    """How to call a handler, from its signature; raises ValidationError if it cannot be.
+
+    ``takes`` names the payload fields it is given instead of the payload (then the
+    Context, if it takes one more argument).
+    """
     if not callable(fn):
         raise ValidationError("handler", "must be callable")
     arity = positional_arity(fn)
-    if entry:
-        if arity < 2:
-            raise ValidationError("handler", "must take (key, value) or (key, value, ctx)")
-        return "entry" if arity == 2 and _no_var_args(fn) else "entry_ctx"
+    if takes:
+        if arity < len(takes):
+            fields = ", ".join(takes)
+            raise ValidationError("handler", f"must take ({fields}) or ({fields}, ctx)")
+        return "fields" if arity == len(takes) and _no_var_args(fn) else "fields_ctx"
     if arity >= 2:
         return "both"
     if arity == 1:
@@ -64,6 +69,8 @@ class TaskType:
     pacing: Pacing
     mode: CallMode = "payload"
     hook: Hook | None = None
+    #: The payload fields a handler of mode "fields" or "fields_ctx" is given.
+    takes: tuple[str, ...] = ()
     #: The app's ``schedule`` call, for :meth:`schedule`.
     scheduler: Callable[..., Awaitable[datetime]] | None = field(default=None, repr=False)
     is_async: bool = field(init=False)
@@ -81,9 +88,8 @@ class TaskType:
             return (payload, ctx)
         if mode == "ctx":
             return (ctx,)
-        if mode == "entry":
-            return (payload["key"], payload["value"])
-        return (payload["key"], payload["value"], ctx)
+        fields = tuple(payload[name] for name in self.takes)
+        return fields if mode == "fields" else (*fields, ctx)
 
     def bind(self, handler: Handler, mode: CallMode) -> None:
         """Give a type registered without one its handler (an expiring group's, say)."""

@@ -248,6 +248,34 @@ class Store(Protocol):
         returns whether it was. An expired entry is left to be handled."""
         ...
 
+    async def enable_key_events(self) -> list[str]:
+        """Make sure the server publishes the names of keys that expire (for Redis, the
+        ``E`` and ``x`` flags of ``notify-keyspace-events``, added to those set, none
+        removed). Returns what stops it, as messages saying what to set (``[]`` when all is
+        well).
+
+        Raises:
+            ConfigError: the store has no key expiry events (SQLite).
+        """
+        ...
+
+    async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
+        """Call ``on_key`` with the name of every key of database ``db`` that expires, until
+        cancelled; reconnects by itself. At most once: a key that expires while no
+        connection listens leaves no trace.
+
+        Raises:
+            ConfigError: the store has no key expiry events (SQLite).
+        """
+
+    async def schedule_event(
+        self, task_type: str, event: str, task: NewTask, *, window_ms: int
+    ) -> bool:
+        """Write ``task`` unless ``event`` was turned into a task of the type in the last
+        ``window_ms`` (by any process), atomically; returns whether this call wrote it.
+        Every worker hears a key expire: this makes it one task."""
+        ...
+
     async def add_schedule_name(self, name: str, task_type: str) -> str:
         """Record that the cron schedule ``name`` lives in ``task_type``, unless the name is
         taken already; returns the task type the name belongs to, atomically."""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from duetime.clock import RESAMPLE_SECONDS, Clock, StoreClock
 from duetime.errors import UnknownTaskType, ValidationError
 from duetime.stores.base import Store
+from duetime.triggers.keyspace import KeyEvents
 from duetime.worker.events import Events, Listener
 from duetime.worker.executor import Executor
 from duetime.worker.failures import log_store_failure
@@ -134,6 +135,9 @@ class Worker:
         outbox = Outbox(clock)
         for runner in runners:
             runner.attach(clock, executor, outbox)
+        key_routes = [r for r in app.key_routes if r.task_type in self._runners]
+        if key_routes:
+            await _enable_key_events(store)
         log.info("worker started: types %s, namespace %s", ", ".join(self._runners), app.namespace)
         try:
             async with asyncio.TaskGroup() as group:
@@ -143,6 +147,8 @@ class Worker:
                     group.create_task(outbox.flush_loop(store)),
                     group.create_task(_upkeep_loop(store, clock)),
                 ]
+                if key_routes:
+                    helpers.append(group.create_task(KeyEvents(key_routes, store, clock).run()))
                 loops = [group.create_task(r.claim_loop(store)) for r in runners]
                 self.started.set()
                 await asyncio.gather(*loops)
@@ -175,6 +181,17 @@ class Worker:
                 len(pending),
             )
             await asyncio.wait(pending)
+
+
+async def _enable_key_events(store: Store) -> None:
+    """Key expiry handlers need Redis to publish expiries: say so in the log when it will not."""
+    try:
+        problems = await store.enable_key_events()
+    except Exception as exc:
+        log_store_failure(exc, "could not check that the store publishes key expiries: %s", exc)
+        return
+    for problem in problems:
+        log.error("%s", problem)
 
 
 async def _upkeep_loop(store: Store, clock: Clock) -> None:

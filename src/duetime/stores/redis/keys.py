@@ -20,6 +20,10 @@ Redis Cluster slot and one script may touch them all::
                                       a call resent after a lost reply is answered
                                       from these instead of being done twice
 
+    duetime:{ns:type}:event:<key>  STRING  for a while after a key expiry event was turned
+                                      into a task of the type: the workers that all heard
+                                      the event make one task
+
     duetime:{ns}:crons          HASH  cron schedule name -> the task type it lives in
 
     duetime:{ns}:wake           pub/sub channel: "<type> <due ms>" when a task becomes
@@ -59,6 +63,17 @@ def type_keys(namespace: str, task_type: str) -> TypeKeys:
 def call_key(keys: TypeKeys, call_id: str) -> str:
     """The key that remembers one script call, in the slot of its type's keys."""
     return keys.seq[: -len("seq")] + "call:" + call_id
+
+
+def event_key(keys: TypeKeys, event: str) -> str:
+    """The key that remembers, for a while, that an event was turned into a task of the
+    type (so that the workers that all heard it make one task), in the type's slot."""
+    return keys.seq[: -len("seq")] + "event:" + event
+
+
+def keyevent_channel(db: int) -> str:
+    """The channel on which Redis publishes the names of the keys of ``db`` that expire."""
+    return f"__keyevent@{db}__:expired"
 
 
 def cron_index(namespace: str) -> str:

@@ -47,6 +47,7 @@ NAMES = (
     "inspect_task",
     "put_entry",
     "remove_entry",
+    "schedule_event",
 )
 
 #: What each negative code means. -3 carries the server's own error (out of memory, say).

@@ -6,7 +6,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from redis.asyncio import Redis
@@ -24,7 +24,7 @@ from duetime.stores.base import (
     StoredTask,
     WakeCallback,
 )
-from duetime.stores.redis import scripts, wake
+from duetime.stores.redis import keyevents, scripts, wake
 from duetime.stores.redis.codec import settle_args, stored_task
 from duetime.stores.redis.connection import (
     DRIVER_ERRORS,
@@ -38,6 +38,8 @@ from duetime.stores.redis.keys import (
     call_id,
     call_key,
     cron_index,
+    event_key,
+    keyevent_channel,
     parse_lease,
     type_keys,
     wake_channel,
@@ -283,6 +285,28 @@ class RedisStore:
         k = self.keys(task_type)
         reply = await self._run("remove_entry", [k.due, k.data, k.meta], [task_id, now_ms])
         return bool(reply[0])
+
+    # -- key expiry events ------------------------------------------------------------------
+
+    async def enable_key_events(self) -> list[str]:
+        return await keyevents.enable(self.client)
+
+    async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
+        connect = functools.partial(self._connect, retries=0, health_check_interval=10)
+        await wake.subscribe(
+            connect,
+            keyevent_channel(db),
+            lambda data: on_key(wire.text(data)),
+            what=f"key expiry events of db {db}",
+        )
+
+    async def schedule_event(
+        self, task_type: str, event: str, task: NewTask, *, window_ms: int
+    ) -> bool:
+        k = self.keys(task_type)
+        keys = [event_key(k, event), k.due, k.data, k.dead, k.meta]
+        args = [window_ms, self._channel, task_type, task.id, task.due_ms, task.record]
+        return bool((await self._run("schedule_event", keys, args))[0])
 
     # -- reads --------------------------------------------------------------------------
 

@@ -1,4 +1,6 @@
-"""Wake-ups on Redis: a pub/sub channel per namespace, "<type> <due ms>" per message."""
+"""Pub/sub on Redis: the wake-up channel of a namespace ("<type> <due ms>" per message),
+and any channel a worker listens to (key expiry events), on a connection of its own that
+reconnects by itself."""
 
 from __future__ import annotations
 
@@ -24,22 +26,42 @@ LISTEN_BACKOFF_CAP = 5.0
 
 async def listen(connect: Callable[[], Redis], channel: str, on_wake: WakeCallback) -> None:
     """Call ``on_wake`` for every message on ``channel``, reconnecting with ``connect`` (a
-    new client each time) until cancelled; ``on_wake("*", 0)`` after each (re)connection."""
+    new client each time) until cancelled; ``on_wake("*", 0)`` after each (re)connection:
+    anything published while no one listened is lost, so the worker looks again."""
+    await subscribe(
+        connect,
+        channel,
+        lambda data: dispatch(data, on_wake),
+        on_connect=lambda: on_wake("*", 0),
+        what="wake-up channel",
+    )
+
+
+async def subscribe(
+    connect: Callable[[], Redis],
+    channel: str,
+    on_message: Callable[[object], None],
+    *,
+    on_connect: Callable[[], None] = lambda: None,
+    what: str,
+) -> None:
+    """Call ``on_message`` with the data of every message on ``channel``, until cancelled;
+    a lost connection is made again (with ``connect``, a new client each time), and
+    ``on_connect`` is called each time the subscription holds."""
     failures = 0
     while True:
         client = connect()
         pubsub = client.pubsub(ignore_subscribe_messages=True)
         try:
             await pubsub.subscribe(channel)
-            # Anything published while we were not subscribed is lost: look again.
-            on_wake("*", 0)
+            on_connect()
             failures = 0
             while True:
                 message = await pubsub.get_message(timeout=LISTEN_POLL_SECONDS)
                 if message is not None:
-                    dispatch(message.get("data"), on_wake)
+                    on_message(message.get("data"))
         except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-            log.warning("wake-up channel lost (%s); reconnecting", exc)
+            log.warning("%s lost (%s); reconnecting", what, exc)
         finally:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from duetime.errors import StoreError, StoreRefused
+from duetime.errors import ConfigError, StoreError, StoreRefused
 from duetime.stores.base import (
     Claim,
     ClaimBatch,
@@ -265,6 +265,19 @@ class SqliteStore:
             "remove_entry", ops.remove_entry, self._queues, task_type, task_id, now_ms
         )
 
+    # -- key expiry events: Redis's alone ----------------------------------------------
+
+    async def enable_key_events(self) -> list[str]:
+        raise _no_key_events()
+
+    async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
+        raise _no_key_events()
+
+    async def schedule_event(
+        self, task_type: str, event: str, task: NewTask, *, window_ms: int
+    ) -> bool:
+        raise _no_key_events()
+
     # -- reads --------------------------------------------------------------------------
 
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:
@@ -315,6 +328,10 @@ class SqliteStore:
         if self._db is None:
             raise StoreError("the SQLite store is not open")
         await wake.poll(self._key, self.config.path, self.config.namespace, on_wake)
+
+
+def _no_key_events() -> ConfigError:
+    return ConfigError("SQLite keys do not expire: key expiry handlers need a Redis store")
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

@@ -57,7 +57,7 @@ class ExpiringGroup:
         Raises:
             ValidationError: the handler takes other arguments, or the group has one.
         """
-        self.task_type.bind(handler, call_mode(handler, entry=True))
+        self.task_type.bind(handler, call_mode(handler, takes=self.task_type.takes))
         return handler
 
     async def put(
