@@ -20,6 +20,11 @@ Handler modes (``--mode``):
 * ``hang``: write ``start`` and wait forever (only a cancel or a kill ends it).
 
 A payload ``{"sleep": <seconds>}`` overrides the mode's sleep for that task.
+
+``--expiring <ttl s>`` makes the type an expiring group instead, whose handler writes
+``start``, then ``value <key> ... <value as compact JSON>`` (in the occurrence's column),
+then ``effect``. ``--key-expired <pattern>@<db>`` adds an ``on_key_expired`` handler, of
+type ``keyExpired``, that writes ``start`` and ``effect`` with the key as the task id.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import json
 import logging
 import os
 import signal
@@ -56,6 +62,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--retries", type=int, default=3)
     parser.add_argument("--max-stalls", type=int, default=3)
     parser.add_argument("--grace", type=float, default=5.0)
+    parser.add_argument("--expiring", type=float, help="an expiring group with this TTL (s)")
+    parser.add_argument("--key-expired", help="an on_key_expired handler: <pattern>@<db>")
     return parser.parse_args(argv)
 
 
@@ -80,22 +88,44 @@ def build(args: argparse.Namespace) -> duetime.App:
         )
         os.write(fd, line.encode())
 
-    @app.task(
-        args.task_type,
-        concurrency=args.concurrency,
-        timeout=args.timeout or None,
-        retries=args.retries,
-        lease=timedelta(seconds=args.lease),
-        max_stalls=args.max_stalls,
-    )
-    async def work(payload: dict[str, Any], ctx: duetime.Context) -> None:
-        note("start", ctx)
-        if mode == "hang":
-            await asyncio.Event().wait()
-        pause = float(payload.get("sleep", default_sleep))
-        if pause > 0:
-            await asyncio.sleep(pause)
-        note("effect", ctx)
+    policy: dict[str, Any] = {
+        "concurrency": args.concurrency,
+        "timeout": args.timeout or None,
+        "retries": args.retries,
+        "lease": timedelta(seconds=args.lease),
+        "max_stalls": args.max_stalls,
+    }
+    if args.expiring is not None:
+        group = app.expiring(args.task_type, ttl=args.expiring, **policy)
+
+        @group.on_expire
+        async def expired(key: str, value: Any, ctx: duetime.Context) -> None:
+            note("start", ctx)
+            compact = json.dumps(value, separators=(",", ":"))
+            os.write(
+                fd, f"value {key} 0 {ctx.attempt} {pid} {wall_ms():.3f} 0 {compact}\n".encode()
+            )
+            note("effect", ctx)
+    else:
+
+        @app.task(args.task_type, **policy)
+        async def work(payload: dict[str, Any], ctx: duetime.Context) -> None:
+            note("start", ctx)
+            if mode == "hang":
+                await asyncio.Event().wait()
+            pause = float(payload.get("sleep", default_sleep))
+            if pause > 0:
+                await asyncio.sleep(pause)
+            note("effect", ctx)
+
+    if args.key_expired:
+        pattern, _, db = args.key_expired.rpartition("@")
+
+        @app.on_key_expired(pattern, db=int(db), name="keyExpired")
+        async def key_expired(key: str, ctx: duetime.Context) -> None:
+            line = f"{{kind}} {key} {ctx.token} {ctx.attempt} {pid} {{t:.3f}} 0 {ctx.occurrence}\n"
+            os.write(fd, line.format(kind="start", t=wall_ms()).encode())
+            os.write(fd, line.format(kind="effect", t=wall_ms()).encode())
 
     return app
 
