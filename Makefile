@@ -41,6 +41,7 @@ test-pythons:
 
 bench: install
 	$(BIN)/python bench/bench.py
+	$(BIN)/python bench/expiry.py
 
 demo: package
 	$(BIN)/python examples/series_premiere.py
