@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import signal
 import sys
 import time
@@ -20,8 +19,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from worker_proc import run, serve_until  # bench/, first on the path of a script run here
+
 import duetime
-from duetime.worker.runtime import tune_gc
 
 
 async def main() -> None:
@@ -49,22 +49,8 @@ async def main() -> None:
             done.set()
 
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, done.set)
-    worker = app.worker(grace=1)
-    tune_gc()  # as app.run() and `duetime worker` do
-    runner = asyncio.create_task(worker.run())
-    await worker.started.wait()
-    Path(args.out + ".ready").write_text(str(time.time()))  # noqa: ASYNC240 - once, tiny
-    await done.wait()
-    # Let the last outcomes settle before stopping, as a real worker would.
-    await asyncio.sleep(0.2)
-    worker.stop()
-    await runner
-    await app.close()
-    Path(args.out).write_text(json.dumps({"started": started, "samples": samples}))  # noqa: ASYNC240
+    await serve_until(app, done, args.out, {"started": started, "samples": samples})
 
 
 if __name__ == "__main__":
-    from duetime.worker.runtime import event_loop_factory
-
-    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
-        runner.run(main())
+    run(main)

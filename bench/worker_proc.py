@@ -11,7 +11,9 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable, Coroutine
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
@@ -53,22 +55,33 @@ async def main() -> None:
             task="bench",
         )
 
+    await serve_until(app, done, args.out, {"started": started, "samples": samples})
+
+
+async def serve_until(app: duetime.App, done: asyncio.Event, out: str, result: object) -> None:
+    """Run a worker of ``app`` (writing ``<out>.ready`` once it started) until ``done`` is
+    set, then write ``result`` to ``out`` as JSON."""
     worker = app.worker(grace=1)
     tune_gc()  # as app.run() and `duetime worker` do
     runner = asyncio.create_task(worker.run())
     await worker.started.wait()
-    Path(args.out + ".ready").write_text(str(time.time()))  # noqa: ASYNC240 - once, tiny
+    Path(out + ".ready").write_text(str(time.time()))  # noqa: ASYNC240 - once, tiny
     await done.wait()
     # Let the last outcomes settle before stopping, as a real worker would.
     await asyncio.sleep(0.2)
     worker.stop()
     await runner
     await app.close()
-    Path(args.out).write_text(json.dumps({"started": started, "samples": samples}))  # noqa: ASYNC240
+    Path(out).write_text(json.dumps(result))  # noqa: ASYNC240
 
 
-if __name__ == "__main__":
+def run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    """Run ``main`` in the event loop a worker process uses (uvloop when installed)."""
     from duetime.worker.runtime import event_loop_factory
 
     with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         runner.run(main())
+
+
+if __name__ == "__main__":
+    run(main)
