@@ -89,13 +89,26 @@ class Job(Protocol):
         payload: the payload, decoded: the dict the handler is given.
     """
 
-    claim: Claim
-    task_name: str
-    payload_json: str
-    failures: int
-    occurrence_ms: int
-    max_payload_bytes: int
-    has_hook: bool
+    @property
+    def claim(self) -> Claim: ...
+
+    @property
+    def task_name(self) -> str: ...
+
+    @property
+    def payload_json(self) -> str: ...
+
+    @property
+    def failures(self) -> int: ...
+
+    @property
+    def occurrence_ms(self) -> int: ...
+
+    @property
+    def max_payload_bytes(self) -> int: ...
+
+    @property
+    def has_hook(self) -> bool: ...
 
     @property
     def payload(self) -> dict[str, Any]: ...

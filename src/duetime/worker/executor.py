@@ -13,6 +13,7 @@ import functools
 import logging
 import time
 import traceback
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor as ThreadPool
 from typing import TYPE_CHECKING, Any
 
@@ -119,18 +120,31 @@ class Executor:
             self.events.emit(event)
         return Outcome("dead", claim, None, claim.record, reason)
 
-    async def call_handler(
+    def call_handler(
         self, task_type: TaskType, time_limit: float | None, payload: dict[str, Any], ctx: Context
-    ) -> None:
-        """Call the handler, within ``time_limit`` seconds; raises what it raised, or
-        _TimedOut."""
+    ) -> Awaitable[object]:
+        """The handler's call, within ``time_limit`` seconds; awaiting it raises what the
+        handler raised, or _TimedOut.
+
+        An async handler without a time limit is awaited as it is: no wrapping coroutine on
+        the path every such task takes.
+        """
         handler = task_type.handler
         assert handler is not None
         args = task_type.args(payload, ctx)
-        if task_type.is_async:
-            if time_limit is None:
-                await handler(*args)
-                return
+        if task_type.is_async and time_limit is None:
+            call: Awaitable[object] = handler(*args)
+            return call
+        return self._call_limited(handler, task_type.is_async, time_limit, args)
+
+    async def _call_limited(
+        self,
+        handler: Callable[..., Any],
+        is_async: bool,
+        time_limit: float | None,
+        args: tuple[Any, ...],
+    ) -> None:
+        if is_async:
             async with asyncio.timeout(time_limit) as scope:
                 try:
                     await handler(*args)
@@ -158,13 +172,8 @@ class _Job:
         "_time_limit",
         "claim",
         "context",
-        "failures",
-        "has_hook",
-        "max_payload_bytes",
         "occurrence_ms",
-        "payload_json",
         "record",
-        "task_name",
         "task_type",
     )
 
@@ -179,20 +188,37 @@ class _Job:
         self._executor = executor
         self._time_limit = time_limit
         self.task_type = task_type
-        self.task_name = task_type.name
         self.claim = claim
         self.record = record
-        self.payload_json = record.payload_json
-        self.failures = record.failures
         occurrence = record.occurrence_ms
         self.occurrence_ms = claim.due_ms if occurrence is None else occurrence
-        self.max_payload_bytes = executor.max_payload_bytes
-        self.has_hook = task_type.hook is not None
         self.context: Context | None = None
+
+    # What the Job protocol reads of the claim, derived when a trigger asks (most never do).
+
+    @property
+    def task_name(self) -> str:
+        return self.task_type.name
+
+    @property
+    def payload_json(self) -> str:
+        return self.record.payload_json
 
     @property
     def payload(self) -> dict[str, Any]:
         return self.record.payload
+
+    @property
+    def failures(self) -> int:
+        return self.record.failures
+
+    @property
+    def has_hook(self) -> bool:
+        return self.task_type.hook is not None
+
+    @property
+    def max_payload_bytes(self) -> int:
+        return self._executor.max_payload_bytes
 
     def now_ms(self) -> int:
         return self._executor.clock.now_ms()
@@ -216,25 +242,19 @@ class _Job:
             claim.token,
             executor.app,
         )
-        task_type, time_limit = self.task_type, self._time_limit
-        if not executor.timed:
-            try:
-                if task_type.is_async and time_limit is None:  # the shortest path
-                    await task_type.handler(*task_type.args(self.record.payload, ctx))  # type: ignore[misc]
-                else:
-                    await executor.call_handler(task_type, time_limit, self.record.payload, ctx)
-            except Exception as exc:
-                return exc
-            return None
-        self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
-        began = time.monotonic()
+        timed = executor.timed
+        if timed:
+            self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
+            began = time.monotonic()
         try:
-            await executor.call_handler(task_type, time_limit, self.record.payload, ctx)
+            await executor.call_handler(self.task_type, self._time_limit, self.record.payload, ctx)
         except Exception as exc:
-            took = (time.monotonic() - began) * 1000
-            self._event("failed", duration_ms=took, error=outcome.describe(exc))
+            if timed:
+                took = (time.monotonic() - began) * 1000
+                self._event("failed", duration_ms=took, error=outcome.describe(exc))
             return exc
-        self._event("succeeded", duration_ms=(time.monotonic() - began) * 1000)
+        if timed:
+            self._event("succeeded", duration_ms=(time.monotonic() - began) * 1000)
         return None
 
     async def ask_hook(self, payload: dict[str, Any]) -> object:
