@@ -19,7 +19,7 @@ import asyncio
 import fnmatch
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -75,8 +75,23 @@ class KeyEvents:
             for db in dbs:
                 group.create_task(self.store.key_expiries(db, self._heard(db)))
 
-    def _heard(self, db: int) -> _Heard:
-        return _Heard(self, [r for r in self.routes if r.db == db])
+    def _heard(self, db: int) -> Callable[[str], None]:
+        """The callback of one database's events: each key is handled in a task of its own
+        (the listener must not wait on the store)."""
+        routes = [r for r in self.routes if r.db == db]
+
+        def heard(key: str) -> None:
+            task = asyncio.get_running_loop().create_task(self._handle(routes, key))
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+
+        return heard
+
+    async def _handle(self, routes: Sequence[KeyRoute], key: str) -> None:
+        try:
+            await self.handle(routes, key)
+        except Exception:  # the store failed: the event is lost, as one nobody heard
+            log.exception("the expiry of key %r could not be turned into a task", key)
 
     async def handle(self, routes: Sequence[KeyRoute], key: str) -> None:
         """The tasks one expired key makes."""
@@ -102,25 +117,6 @@ class KeyEvents:
         record = Record(dump_json(payload)).encode()
         task = NewTask(f"{key}@{now}", now, record)
         await self.store.schedule_event(task_type, key, task, window_ms=window)
-
-
-class _Heard:
-    """The callback of one database's events: each key is handled in a task of its own (the
-    listener must not wait on the store)."""
-
-    def __init__(self, events: KeyEvents, routes: list[KeyRoute]) -> None:
-        self.events, self.routes = events, routes
-
-    def __call__(self, key: str) -> None:
-        task = asyncio.get_running_loop().create_task(self._handle(key))
-        self.events._pending.add(task)
-        task.add_done_callback(self.events._pending.discard)
-
-    async def _handle(self, key: str) -> None:
-        try:
-            await self.events.handle(self.routes, key)
-        except Exception:  # the store failed: the event is lost, as one nobody heard
-            log.exception("the expiry of key %r could not be turned into a task", key)
 
 
 def parse_timer(key: str) -> tuple[str, object, str | None]:
