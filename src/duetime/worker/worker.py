@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -137,7 +137,10 @@ class Worker:
             runner.attach(clock, executor, outbox)
         key_routes = [r for r in app.key_routes if r.task_type in self._runners]
         if key_routes:
-            await _enable_key_events(store)
+            # Key expiry handlers need Redis to publish expiries: the log says when it will not.
+            await _log_problems(
+                store.enable_key_events, "check that the store publishes key expiries"
+            )
         log.info("worker started: types %s, namespace %s", ", ".join(self._runners), app.namespace)
         try:
             async with asyncio.TaskGroup() as group:
@@ -183,12 +186,13 @@ class Worker:
             await asyncio.wait(pending)
 
 
-async def _enable_key_events(store: Store) -> None:
-    """Key expiry handlers need Redis to publish expiries: say so in the log when it will not."""
+async def _log_problems(check: Callable[[], Awaitable[list[str]]], what: str) -> None:
+    """Log as errors the problems ``check`` finds with the store (settings that lose tasks
+    or events), or that it could not ``what``."""
     try:
-        problems = await store.enable_key_events()
+        problems = await check()
     except Exception as exc:
-        log_store_failure(exc, "could not check that the store publishes key expiries: %s", exc)
+        log_store_failure(exc, "could not %s: %s", what, exc)
         return
     for problem in problems:
         log.error("%s", problem)
@@ -198,17 +202,15 @@ async def _upkeep_loop(store: Store, clock: Clock) -> None:
     """Once a minute: sample the store's clock again, and read the store's settings, so
     that one reconfigured to lose tasks since the worker started (a Redis switched to
     evicting keys) gets an error in the log."""
+
+    async def check() -> list[str]:
+        if isinstance(clock, StoreClock):
+            await clock.sync()
+        return await store.check_settings()
+
     while True:
         await asyncio.sleep(UPKEEP_SECONDS)
-        try:
-            if isinstance(clock, StoreClock):
-                await clock.sync()
-            problems = await store.check_settings()
-        except Exception as exc:
-            log_store_failure(exc, "could not read the store's clock or settings: %s", exc)
-            continue
-        for problem in problems:
-            log.error("%s", problem)
+        await _log_problems(check, "read the store's clock or settings")
 
 
 async def _cancel_until_done(tasks: list[asyncio.Task[Any]]) -> None:
