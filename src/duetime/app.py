@@ -112,8 +112,6 @@ class App(Client):
             ValidationError: a bad name, TTL or option, or a name already taken.
         """
         check_name("task_type", name)
-        if name in self.types:
-            raise ValidationError("name", f"{name!r} is already a task type or a group")
         policy = TaskPolicy.from_options(**options)
         group_type = TaskType(
             name,
@@ -250,10 +248,10 @@ class App(Client):
 
     def _add(self, task_type: TaskType) -> TaskType:
         existing = self.types.get(task_type.name)
-        # A name only declared (app.declare) may be registered; a group's name may not.
-        if existing is not None and (existing.handler is not None or existing.mode != "payload"):
+        if existing is not None and not existing.declared:
+            taken = "an expiring group" if existing.handler is None else repr(existing.handler)
             raise ValidationError(
-                "task_type", f"{task_type.name!r} is already registered to {existing.handler!r}"
+                "task_type", f"{task_type.name!r} is already registered to {taken}"
             )
         self.types[task_type.name] = task_type
         return task_type

@@ -71,7 +71,7 @@ class Client:
             check_name("task_type", name)
             if name not in self.types:
                 self.types[name] = TaskType(
-                    name, None, TaskPolicy(), Pacing(), scheduler=self.schedule
+                    name, None, TaskPolicy(), Pacing(), declared=True, scheduler=self.schedule
                 )
 
     def task_type(self, name: object) -> TaskType:

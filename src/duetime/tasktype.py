@@ -71,6 +71,9 @@ class TaskType:
     hook: Hook | None = None
     #: The payload fields a handler of mode "fields" or "fields_ctx" is given.
     takes: tuple[str, ...] = ()
+    #: Only declared (``app.declare``): scheduled by this process and run by another, so
+    #: its name may still be registered.
+    declared: bool = False
     #: The app's ``schedule`` call, for :meth:`schedule`.
     scheduler: Callable[..., Awaitable[datetime]] | None = field(default=None, repr=False)
     is_async: bool = field(init=False)

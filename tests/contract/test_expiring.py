@@ -177,8 +177,10 @@ def test_a_group_name_must_be_free_and_its_handler_take_a_key_and_a_value() -> N
     with pytest.raises(duetime.ValidationError, match="already"):
         app.expiring("job", ttl=1)
     cache = app.expiring("cache", ttl=1)
-    with pytest.raises(duetime.ValidationError, match="already"):
+    with pytest.raises(duetime.ValidationError, match="already registered to an expiring group"):
         app.expiring("cache", ttl=1)
+    app.declare("sessions")  # a name only declared may still be a group's
+    assert app.expiring("sessions", ttl=1).name == "sessions"
     with pytest.raises(duetime.ValidationError, match="already registered"):
 
         @app.task("cache")
