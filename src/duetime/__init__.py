@@ -11,6 +11,9 @@ from duetime.errors import (
     ClientClosed,
     ConfigError,
     DuetimeError,
+    DuplicateTaskNameError,
+    InvalidTaskConfigurationError,
+    InvalidTaskConfigurationNameError,
     NotFound,
     PayloadError,
     Retry,
@@ -21,6 +24,7 @@ from duetime.errors import (
     StoreRefused,
     StoreUnavailable,
     TaskNotFound,
+    UnexpectedTaskInstructionsError,
     UnknownTaskType,
     ValidationError,
 )
@@ -30,7 +34,9 @@ from duetime.tasktype import TaskType
 from duetime.triggers.cron.manage import CronInfo
 from duetime.triggers.expiring.group import ExpiringGroup
 from duetime.triggers.periodic import deep_merge
-from duetime.worker import Listener, TaskEvent, Worker
+from duetime.triggers.poller.events import ErrorEvent, PollerEvents, TaskEvent
+from duetime.triggers.poller.poller import PollContext, Poller
+from duetime.worker import Listener, Worker, WorkerEvent
 
 __version__ = "0.1.0"
 
@@ -42,15 +48,22 @@ __all__ = [
     "ClientClosed",
     "Clock",
     "ConfigError",
-    "CronInfo",
     "Context",
+    "CronInfo",
     "DuetimeError",
+    "DuplicateTaskNameError",
+    "ErrorEvent",
     "ExpiringGroup",
+    "InvalidTaskConfigurationError",
+    "InvalidTaskConfigurationNameError",
     "Listener",
     "ManualClock",
     "NotFound",
     "Pacing",
     "PayloadError",
+    "PollContext",
+    "Poller",
+    "PollerEvents",
     "Reschedule",
     "Retry",
     "ScheduleNotFound",
@@ -68,9 +81,11 @@ __all__ = [
     "TaskNotFound",
     "TaskPolicy",
     "TaskType",
+    "UnexpectedTaskInstructionsError",
     "UnknownTaskType",
     "ValidationError",
     "Worker",
-    "__version__",
+    "WorkerEvent",
     "deep_merge",
+    "__version__",
 ]

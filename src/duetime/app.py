@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from duetime.client import Client
-from duetime.errors import ConfigError, ValidationError
+from duetime.errors import ConfigError, DuplicateTaskNameError, ValidationError
 from duetime.model import (
     DEFAULT_CONCURRENCY,
     DEFAULT_LEASE,
@@ -26,7 +26,18 @@ from duetime.triggers.cron.manage import CronInfo
 from duetime.triggers.cron.policy import Missed, Overlap
 from duetime.triggers.expiring.group import ExpiringGroup
 from duetime.triggers.keyspace import UNROUTED, KeyRoute, file_unrouted
-from duetime.validate import check_int, check_name
+from duetime.triggers.poller.poller import (
+    Active,
+    Delay,
+    Limit,
+    Poller,
+    PollerSettings,
+    Scheduler,
+    default_delay,
+    default_limit,
+)
+from duetime.triggers.poller.registry import poller_type
+from duetime.validate import check_int, check_name, duration_ms
 
 if TYPE_CHECKING:
     from duetime.sync import SyncClient
@@ -131,6 +142,68 @@ class App(Client):
         )
         self._add(group_type)
         return group
+
+    def poller(
+        self,
+        name: str,
+        *,
+        concurrency: int = 1,
+        delay: Delay = default_delay,
+        calculate_limit: Limit = default_limit,
+        active: Active | None = None,
+        timeout: timedelta | float | None = DEFAULT_TIMEOUT,
+    ) -> Callable[[Scheduler], Poller]:
+        """Register the decorated function as the scheduler of the poller ``name``
+        (Planton's task): called with a :class:`~duetime.PollContext` by one worker at a
+        time, it returns instructions (strings), at most ``ctx.limit`` of them. With
+        ``@poller.handler``, each becomes a task of type ``name`` whose id is the
+        instruction; without, they only go to ``app.events`` listeners.
+
+        Args:
+            concurrency: the most instructions active at once, across every worker.
+            delay: ``(attempt) -> seconds`` (a number or timedelta; may be async): the wait
+                before the next call, ``attempt`` counting the calls in a row that produced
+                nothing; see :func:`~duetime.triggers.poller.poller.default_delay`.
+            calculate_limit: ``(concurrency, active_instructions) -> int`` (may be async);
+                by default the free slots. The scheduler is not called while it is 0 or less.
+            active: ``(name) -> list[str]`` (may be async): the active instructions, for
+                instructions run elsewhere; by default the pending and running tasks of
+                the handler's type (none without a handler).
+            timeout: how long one call of the scheduler may take.
+
+        Raises:
+            DuplicateTaskNameError: ``name`` is taken by a task type or another poller.
+            InvalidTaskConfigurationError: a concurrency below 1, a delay, limit or active
+                that is not callable, or a worker of this app runs already.
+        """
+        check_name("name", name)
+        seconds = None if timeout is None else duration_ms("timeout", timeout) / 1000
+        settings = PollerSettings(concurrency, delay, calculate_limit, active, seconds)
+        settings.check(name)
+        self.pollers.check_open(name)
+
+        def register(scheduler: Scheduler) -> Poller:
+            self._check_free(name, poller=True)
+            poller = Poller(
+                name,
+                scheduler,
+                settings,
+                events=self.events,
+                add_handler=self._instruction_handler,
+                open_store=self.open,
+                now_ms=self.now_ms,
+            )
+            self.pollers.add(poller)
+            self._add(poller_type(poller, self.schedule))
+            return poller
+
+        return register
+
+    def _instruction_handler(self, name: str, fn: Handler, options: dict[str, Any]) -> TaskType:
+        self.pollers.check_open(name)
+        task_type = self.task(name, **options)(fn)
+        task_type.mode, task_type.takes = call_mode(fn, takes=("instruction",)), ("instruction",)
+        return task_type
 
     def on_key_expired(
         self, pattern: str, *, db: int = 0, name: str | None = None, **options: Any
@@ -246,13 +319,16 @@ class App(Client):
 
         return register
 
-    def _add(self, task_type: TaskType) -> TaskType:
-        existing = self.types.get(task_type.name)
+    def _check_free(self, name: str, *, poller: bool = False) -> None:
+        existing = self.types.get(name)
         if existing is not None and not existing.declared:
             taken = "an expiring group" if existing.handler is None else repr(existing.handler)
-            raise ValidationError(
-                "task_type", f"{task_type.name!r} is already registered to {taken}"
-            )
+            raise DuplicateTaskNameError(name, taken)
+        if poller and name in self.pollers.by_name:
+            raise DuplicateTaskNameError(name, "another poller")
+
+    def _add(self, task_type: TaskType) -> TaskType:
+        self._check_free(task_type.name)
         self.types[task_type.name] = task_type
         return task_type
 

@@ -23,6 +23,8 @@ from duetime.stores.base import STATES, NewTask, State, Store
 from duetime.tasktype import TaskType
 from duetime.triggers.keyspace import KeyRoute
 from duetime.triggers.named import NamedTriggers
+from duetime.triggers.poller.events import PollerEvents
+from duetime.triggers.poller.registry import Pollers
 from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_name, new_task_id, to_ms
 
 #: How many ids :meth:`Client.submit` draws before it gives up (one taken id in 2**71).
@@ -55,6 +57,9 @@ class Client:
         self.named_triggers = NamedTriggers(self.open, self.now_ms)
         #: Where key expiry events go (App.on_key_expired, App.key_timer).
         self.key_routes: list[KeyRoute] = []
+        #: The pollers (App.poller), and the listeners of their ``task`` and ``error`` events.
+        self.pollers = Pollers()
+        self.events = PollerEvents()
         self._given_clock = clock
         self._given_store = store
         self._store: Store | None = None

@@ -7,6 +7,9 @@ Every error duetime raises derives from :class:`DuetimeError`::
       ValidationError (ValueError)  input refused at the door; ``field`` names the culprit
         PayloadError                the payload is not a JSON object or is too big
         UnknownTaskType             a task type the app has not registered or declared
+        DuplicateTaskNameError      a task type or poller name registered twice
+        InvalidTaskConfigurationError  a poller's settings cannot be used
+      UnexpectedTaskInstructionsError  a poller's scheduler returned something else than strings
       StoreError                  the store failed
         StoreUnavailable            it cannot be reached (connection refused, dropped, timeout)
         StoreRefused                it refused arguments or data it cannot use (was ScriptError)
@@ -64,6 +67,56 @@ class UnknownTaskType(ValidationError, LookupError):
             f"app.declare({task_type!r}) in a process that only schedules{hint}",
         )
         self.task_type = task_type
+
+
+class DuplicateTaskNameError(ValidationError):
+    """A task type, expiring group or poller is registered under a name already taken
+    (Planton's error of that name).
+
+    Attributes:
+        duplicate_task_name: the name.
+    """
+
+    def __init__(self, duplicate_task_name: str, taken_by: str) -> None:
+        self.duplicate_task_name = duplicate_task_name
+        super().__init__(
+            "task_type", f"{duplicate_task_name!r} is already registered to {taken_by}"
+        )
+
+
+class InvalidTaskConfigurationError(ValidationError):
+    """A poller's settings cannot be used: a concurrency below 1, a delay or limit that is
+    not callable, or a registration once a worker runs (Planton's
+    ``InvalidTaskConfigurationNameError``).
+
+    Attributes:
+        task_name: the poller.
+    """
+
+    def __init__(self, task_name: str, field: str, problem: str) -> None:
+        self.task_name = task_name
+        super().__init__(field, f"poller {task_name!r}: {problem}")
+
+
+#: Planton's own name for :class:`InvalidTaskConfigurationError`.
+InvalidTaskConfigurationNameError = InvalidTaskConfigurationError
+
+
+class UnexpectedTaskInstructionsError(DuetimeError):
+    """A poller's scheduler returned something that is not a list of strings.
+
+    Attributes:
+        task_name: the poller.
+        unexpected_task_instructions: what it returned.
+    """
+
+    def __init__(self, task_name: str, unexpected_task_instructions: object) -> None:
+        self.task_name = task_name
+        self.unexpected_task_instructions = unexpected_task_instructions
+        shown = repr(unexpected_task_instructions)
+        if len(shown) > 200:
+            shown = shown[:200] + "..."
+        super().__init__(f"poller {task_name!r} returned {shown}: expected a list of strings")
 
 
 class StoreError(DuetimeError):

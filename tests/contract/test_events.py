@@ -23,30 +23,30 @@ class Recorder(duetime.Listener):
     """Keeps every event it is given."""
 
     def __init__(self) -> None:
-        self.events: list[duetime.TaskEvent] = []
+        self.events: list[duetime.WorkerEvent] = []
 
-    def claimed(self, event: duetime.TaskEvent) -> None:
+    def claimed(self, event: duetime.WorkerEvent) -> None:
         self.events.append(event)
 
-    def started(self, event: duetime.TaskEvent) -> None:
+    def started(self, event: duetime.WorkerEvent) -> None:
         self.events.append(event)
 
-    def succeeded(self, event: duetime.TaskEvent) -> None:
+    def succeeded(self, event: duetime.WorkerEvent) -> None:
         self.events.append(event)
 
-    def failed(self, event: duetime.TaskEvent) -> None:
+    def failed(self, event: duetime.WorkerEvent) -> None:
         self.events.append(event)
 
-    def retried(self, event: duetime.TaskEvent) -> None:
+    def retried(self, event: duetime.WorkerEvent) -> None:
         self.events.append(event)
 
-    def dead_lettered(self, event: duetime.TaskEvent) -> None:
+    def dead_lettered(self, event: duetime.WorkerEvent) -> None:
         self.events.append(event)
 
-    def missed_ticks(self, event: duetime.TaskEvent) -> None:
+    def missed_ticks(self, event: duetime.WorkerEvent) -> None:
         self.events.append(event)
 
-    def of(self, task_id: str) -> list[duetime.TaskEvent]:
+    def of(self, task_id: str) -> list[duetime.WorkerEvent]:
         return [e for e in self.events if e.task_id == task_id]
 
 
@@ -128,7 +128,7 @@ async def test_a_listener_that_raises_is_logged_and_the_worker_goes_on(
     ran: list[str] = []
 
     class Broken(duetime.Listener):
-        def started(self, event: duetime.TaskEvent) -> None:
+        def started(self, event: duetime.WorkerEvent) -> None:
             raise RuntimeError("listener bug")
 
     @app.task("job")

@@ -227,6 +227,23 @@ class Store(Protocol):
         """
         ...
 
+    async def hasten(self, task_type: str, task_id: str, due_ms: int) -> bool | None:
+        """Bring a waiting task's due time forward to ``due_ms`` atomically, unless it is
+        due by then; its record is untouched. Only a task that waits moves (not one that
+        runs, was rescheduled while it runs, is dead or is missing), so two runs of one id
+        never overlap. Wakes workers when the task becomes the earliest of its type.
+
+        Returns:
+            True when it moved, False when it was due by then already, None when it does not
+            wait.
+        """
+        ...
+
+    async def active_ids(self, task_type: str, limit: int) -> list[str]:
+        """The ids of the type's running and waiting tasks (not the dead letters), each
+        once, running ones first: at most ``limit`` (over 0), read atomically."""
+        ...
+
     async def put_entry(
         self, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
     ) -> list[int]:

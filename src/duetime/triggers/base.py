@@ -87,6 +87,7 @@ class Job(Protocol):
         max_payload_bytes: the largest payload the app accepts.
         has_hook: whether the task type has a reschedule hook.
         payload: the payload, decoded: the dict the handler is given.
+        result: what the handler returned, once :meth:`call` succeeded.
     """
 
     @property
@@ -112,6 +113,11 @@ class Job(Protocol):
 
     @property
     def payload(self) -> dict[str, Any]: ...
+
+    @property
+    def result(self) -> object:
+        """What the handler returned, once :meth:`call` succeeded (None before)."""
+        ...
 
     def now_ms(self) -> int:
         """The store's time now."""

@@ -10,5 +10,6 @@ from duetime.triggers.base import TriggerKind
 from duetime.triggers.cron.trigger import CronTrigger
 from duetime.triggers.expiring.trigger import Expiring
 from duetime.triggers.periodic import Periodic
+from duetime.triggers.poller.tick import PollTick
 
-KINDS: tuple[TriggerKind, ...] = (Periodic, CronTrigger, Expiring)  # type: ignore[assignment]
+KINDS: tuple[TriggerKind, ...] = (Periodic, CronTrigger, Expiring, PollTick)  # type: ignore[assignment]

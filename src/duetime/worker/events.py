@@ -16,7 +16,14 @@ from typing import Literal
 log = logging.getLogger(__name__)
 
 EventKind = Literal[
-    "claimed", "started", "succeeded", "failed", "retried", "dead_lettered", "missed_ticks"
+    "claimed",
+    "started",
+    "succeeded",
+    "failed",
+    "retried",
+    "dead_lettered",
+    "missed_ticks",
+    "settled",
 ]
 EVENT_KINDS: tuple[EventKind, ...] = (
     "claimed",
@@ -26,11 +33,12 @@ EVENT_KINDS: tuple[EventKind, ...] = (
     "retried",
     "dead_lettered",
     "missed_ticks",
+    "settled",
 )
 
 
 @dataclass(frozen=True, slots=True)
-class TaskEvent:
+class WorkerEvent:
     """One thing that happened to a task in a worker.
 
     Attributes:
@@ -60,27 +68,31 @@ class TaskEvent:
 class Listener:
     """Receives a worker's events; subclass it and override the methods you need."""
 
-    def claimed(self, event: TaskEvent) -> None:
+    def claimed(self, event: WorkerEvent) -> None:
         """A task was leased to this worker (``lateness_ms``: claimed how long after due)."""
 
-    def started(self, event: TaskEvent) -> None:
+    def started(self, event: WorkerEvent) -> None:
         """A handler started (``lateness_ms``: how long after the task was due)."""
 
-    def succeeded(self, event: TaskEvent) -> None:
+    def succeeded(self, event: WorkerEvent) -> None:
         """A handler returned (``duration_ms``)."""
 
-    def failed(self, event: TaskEvent) -> None:
+    def failed(self, event: WorkerEvent) -> None:
         """A handler raised or timed out (``duration_ms``, ``error``); ``retried`` or
         ``dead_lettered`` follows."""
 
-    def retried(self, event: TaskEvent) -> None:
+    def retried(self, event: WorkerEvent) -> None:
         """A failed attempt will be tried again (``due_ms`` is when)."""
 
-    def dead_lettered(self, event: TaskEvent) -> None:
+    def dead_lettered(self, event: WorkerEvent) -> None:
         """A failed occurrence went to the dead letters: out of retries, or aborted."""
 
-    def missed_ticks(self, event: TaskEvent) -> None:
+    def missed_ticks(self, event: WorkerEvent) -> None:
         """A cron schedule gave up ``count`` ticks missed while no worker ran it."""
+
+    def settled(self, event: WorkerEvent) -> None:
+        """The store holds the outcome of a run (done, next, retry or dead letter): the
+        task no longer runs here. Called after the event of the outcome itself."""
 
 
 class Events:
@@ -91,7 +103,7 @@ class Events:
         for listener in self.listeners:
             if not isinstance(listener, Listener):
                 raise TypeError(f"{listener!r} is not a duetime.Listener")
-        self._methods: dict[EventKind, tuple[Callable[[TaskEvent], None], ...]] = {
+        self._methods: dict[EventKind, tuple[Callable[[WorkerEvent], None], ...]] = {
             kind: tuple(
                 getattr(listener, kind)
                 for listener in self.listeners
@@ -105,7 +117,7 @@ class Events:
         """Whether any listener handles ``kind`` (so that no event is built for nobody)."""
         return bool(self._methods[kind])
 
-    def emit(self, event: TaskEvent) -> None:
+    def emit(self, event: WorkerEvent) -> None:
         for method in self._methods[event.kind]:
             try:
                 method(event)

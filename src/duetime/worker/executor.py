@@ -26,7 +26,7 @@ from duetime.tasktype import TaskType
 from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
-from duetime.worker.events import EventKind, Events, TaskEvent
+from duetime.worker.events import EventKind, Events, WorkerEvent
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -116,7 +116,7 @@ class Executor:
     def _dead(self, task_type: str, claim: Claim, reason: str) -> Outcome:
         """The task to the dead letters as the store holds it, with ``reason``."""
         if self.events.wants("dead_lettered"):
-            event = TaskEvent("dead_lettered", task_type, claim.id, claim.due_ms, error=reason)
+            event = WorkerEvent("dead_lettered", task_type, claim.id, claim.due_ms, error=reason)
             self.events.emit(event)
         return Outcome("dead", claim, None, claim.record, reason)
 
@@ -143,21 +143,20 @@ class Executor:
         is_async: bool,
         time_limit: float | None,
         args: tuple[Any, ...],
-    ) -> None:
+    ) -> object:
         if is_async:
             async with asyncio.timeout(time_limit) as scope:
                 try:
-                    await handler(*args)
+                    return await handler(*args)
                 except asyncio.CancelledError:
                     if scope.expired():
                         raise _TimedOut(f"timed out after {time_limit:g} s") from None
                     raise
-            return
         future = asyncio.get_running_loop().run_in_executor(
             self.pool, functools.partial(handler, *args)
         )
         try:
-            await asyncio.wait_for(future, time_limit)
+            return await asyncio.wait_for(future, time_limit)
         except TimeoutError:
             if not future.done() or future.cancelled():
                 raise _TimedOut(f"timed out after {time_limit:g} s (its thread runs on)") from None
@@ -174,6 +173,7 @@ class _Job:
         "context",
         "occurrence_ms",
         "record",
+        "result",
         "task_type",
     )
 
@@ -193,6 +193,7 @@ class _Job:
         occurrence = record.occurrence_ms
         self.occurrence_ms = claim.due_ms if occurrence is None else occurrence
         self.context: Context | None = None
+        self.result: object = None
 
     # What the Job protocol reads of the claim, derived when a trigger asks (most never do).
 
@@ -229,7 +230,7 @@ class _Job:
             claim = self.claim
             due = claim.due_ms if due_ms is None else due_ms
             attempt = outcome.attempt(claim, self.record)
-            events.emit(TaskEvent(kind, self.task_name, claim.id, due, attempt, **fields))
+            events.emit(WorkerEvent(kind, self.task_name, claim.id, due, attempt, **fields))
 
     async def call(self, occurrence_ms: int) -> Exception | None:
         executor, claim = self._executor, self.claim
@@ -247,7 +248,9 @@ class _Job:
             self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
             began = time.monotonic()
         try:
-            await executor.call_handler(self.task_type, self._time_limit, self.record.payload, ctx)
+            self.result = await executor.call_handler(
+                self.task_type, self._time_limit, self.record.payload, ctx
+            )
         except Exception as exc:
             if timed:
                 took = (time.monotonic() - began) * 1000
@@ -308,4 +311,4 @@ class _Job:
         events = self._executor.events
         if events.wants("missed_ticks"):
             name, task_id = self.task_name, self.claim.id
-            events.emit(TaskEvent("missed_ticks", name, task_id, latest_ms, count=count))
+            events.emit(WorkerEvent("missed_ticks", name, task_id, latest_ms, count=count))

@@ -13,6 +13,7 @@ from typing import Any
 
 from duetime.clock import Clock
 from duetime.stores.base import Outcome, Store
+from duetime.worker.events import Events, WorkerEvent
 from duetime.worker.failures import log_store_failure, store_backoff
 
 log = logging.getLogger(__name__)
@@ -29,8 +30,9 @@ _Item = tuple[str, MutableMapping[int, Any], Outcome]
 class Outbox:
     """Outcomes waiting to be settled, and the one flusher that settles them."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, events: Events | None = None) -> None:
         self.clock = clock
+        self.events = events or Events()
         self._items: list[_Item] = []
         self._ready = asyncio.Event()
         self._lock = asyncio.Lock()
@@ -83,7 +85,15 @@ class Outbox:
                 self._ready.set()
                 return False
             _settled(name, group, kept)
+            if self.events.wants("settled"):
+                self._tell(name, group, kept)
         return True
+
+    def _tell(self, name: str, group: list[_Item], kept: list[bool]) -> None:
+        for (_, _, outcome), ok in zip(group, kept, strict=True):
+            if ok and outcome.op != "release":
+                claim = outcome.claim
+                self.events.emit(WorkerEvent("settled", name, claim.id, claim.due_ms))
 
     async def final_flush(self, store: Store) -> None:
         """At shutdown: settle what is left, trying a few times."""

@@ -15,7 +15,7 @@ from duetime.clock import Clock
 from duetime.stores.base import Claim, Outcome, Store
 from duetime.tasktype import TaskType
 from duetime.validate import duration_ms
-from duetime.worker.events import Events, TaskEvent
+from duetime.worker.events import Events, WorkerEvent
 from duetime.worker.executor import Executor
 from duetime.worker.failures import log_store_failure, store_backoff
 from duetime.worker.outbox import Outbox
@@ -116,7 +116,7 @@ class TypeRunner:
             if self.events.wants("claimed"):
                 for claim in batch.claims:
                     self.events.emit(
-                        TaskEvent(
+                        WorkerEvent(
                             "claimed",
                             task_type.name,
                             claim.id,

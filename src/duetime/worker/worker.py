@@ -22,6 +22,7 @@ from duetime.worker.executor import Executor
 from duetime.worker.failures import log_store_failure
 from duetime.worker.leases import renew_loop
 from duetime.worker.outbox import Outbox
+from duetime.worker.pollers import Hastener
 from duetime.worker.runner import TypeRunner
 
 if TYPE_CHECKING:
@@ -61,9 +62,13 @@ class Worker:
             if types is not None
             else [name for name, t in app.types.items() if t.handler is not None]
         )
+        names = app.pollers.expand(names)
         if not names:
             raise ValidationError("types", "no task type with a handler to run")
-        self.events = Events(listeners)
+        hastened = [p for p in app.pollers.by_name.values() if p.handler_type and p.name in names]
+        self._hastener = Hastener(hastened, app.open, lambda: app.clock.now_ms())
+        self.events = Events([*listeners, self._hastener] if hastened else listeners)
+        self._hastens = bool(hastened)
         self._runners: dict[str, TypeRunner] = {}
         for name in names:
             task_type = app.task_type(name)
@@ -115,6 +120,8 @@ class Worker:
         app = self.app
         store = await app.open()
         await app.named_triggers.write_declared(only=self._runners)
+        pollers = app.pollers.of(self._runners)
+        await app.pollers.write_missing(store, pollers, app.clock.now_ms())
         for warning in store.durability_warnings():
             log.warning("%s", warning)
         runners = list(self._runners.values())
@@ -132,7 +139,7 @@ class Worker:
             events=self.events,
             app=app,
         )
-        outbox = Outbox(clock)
+        outbox = Outbox(clock, self.events)
         for runner in runners:
             runner.attach(clock, executor, outbox)
         key_routes = [r for r in app.key_routes if r.task_type in self._runners]
@@ -142,6 +149,7 @@ class Worker:
                 store.enable_key_events, "check that the store publishes key expiries"
             )
         log.info("worker started: types %s, namespace %s", ", ".join(self._runners), app.namespace)
+        app.pollers.workers_running += 1
         try:
             async with asyncio.TaskGroup() as group:
                 helpers = [
@@ -152,6 +160,8 @@ class Worker:
                 ]
                 if key_routes:
                     helpers.append(group.create_task(KeyEvents(key_routes, store, clock).run()))
+                if self._hastens:
+                    helpers.append(group.create_task(self._hastener.run()))
                 loops = [group.create_task(r.claim_loop(store)) for r in runners]
                 self.started.set()
                 await asyncio.gather(*loops)
@@ -159,6 +169,7 @@ class Worker:
                 await outbox.final_flush(store)
                 await _cancel_until_done(helpers)
         finally:
+            app.pollers.workers_running -= 1
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
             log.info("worker stopped")

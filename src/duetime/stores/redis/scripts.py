@@ -48,6 +48,8 @@ NAMES = (
     "put_entry",
     "remove_entry",
     "schedule_event",
+    "hasten",
+    "active_ids",
 )
 
 #: What each negative code means. -3 carries the server's own error (out of memory, say).

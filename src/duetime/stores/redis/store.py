@@ -266,6 +266,12 @@ class RedisStore:
         lost = {wire.text(task_id) for task_id in reply}
         return [claim for claim in claims if claim.id in lost]
 
+    async def hasten(self, task_type: str, task_id: str, due_ms: int) -> bool | None:
+        k = self.keys(task_type)
+        args = [task_id, due_ms, self._channel, task_type]
+        moved = (await self._run("hasten", [k.due, k.lease], args))[0]
+        return None if moved == 2 else bool(moved)
+
     # -- expiring entries -----------------------------------------------------------------
 
     async def put_entry(
@@ -352,6 +358,10 @@ class RedisStore:
                 stored_task(wire.text(task_id), state, score, due, records[n], stalls, error)
             )
         return out
+
+    async def active_ids(self, task_type: str, limit: int) -> list[str]:
+        k = self.keys(task_type)
+        return [wire.text(i) for i in await self._run("active_ids", [k.due, k.running], [limit])]
 
     async def count(self, task_type: str) -> dict[State, int]:
         k = self.keys(task_type)

@@ -194,6 +194,35 @@ def revive(
     return False, []
 
 
+def hasten(
+    conn: sqlite3.Connection, queues: Queues, task_type: str, task_id: str, due_ms: int
+) -> tuple[bool | None, list[Wake]]:
+    """Bring a waiting task forward to ``due_ms`` (see ``Store.hasten``); (whether it moved,
+    or None when it does not wait; wake-ups)."""
+    qid = queues.find(conn, task_type)
+    if qid is None:
+        return None, []
+    head = head_due(conn, qid)
+    key = wire.param(task_id)
+    if conn.execute(Q.hasten, (due_ms, qid, key, due_ms)).rowcount:
+        return True, wake_if_earlier(conn, qid, task_type, due_ms, head)
+    row = conn.execute(Q.get, (qid, key)).fetchone()
+    waits = row is not None and row[1] is not None and row[2] is None
+    return (False if waits else None), []
+
+
+def active_ids(conn: sqlite3.Connection, queues: Queues, task_type: str, limit: int) -> list[str]:
+    """The ids of running, then waiting, tasks of a type: at most ``limit``."""
+    qid = queues.find(conn, task_type)
+    if qid is None:
+        return []
+    ids = [wire.text(row[0]) for row in conn.execute(Q.active_running, (qid, limit))]
+    if len(ids) < limit:
+        rows = conn.execute(Q.active_waiting, (qid, limit - len(ids)))
+        ids += (wire.text(row[0]) for row in rows)
+    return ids
+
+
 def extend(
     conn: sqlite3.Connection,
     queues: Queues,

@@ -30,6 +30,9 @@ class Queries:
     list_running: str
     list_dead: str
     count: str
+    hasten: str
+    active_running: str
+    active_waiting: str
     next_ms: str
     vacate: str
     reap: str

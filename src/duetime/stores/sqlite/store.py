@@ -192,6 +192,14 @@ class SqliteStore:
         wake.notify(self._key, self.config.namespace, wakes)
         return revived
 
+    async def hasten(self, task_type: str, task_id: str, due_ms: int) -> bool | None:
+        """Bring a waiting task forward to ``due_ms``; None when it does not wait."""
+        moved, wakes = await self._write(
+            "hasten", ops.hasten, self._queues, task_type, task_id, due_ms
+        )
+        wake.notify(self._key, self.config.namespace, wakes)
+        return moved
+
     async def claim(
         self,
         task_type: str,
@@ -291,6 +299,12 @@ class SqliteStore:
         return await self._read(
             "list", ops.list_tasks, self._queues, task_type, state, limit, offset
         )
+
+    async def active_ids(self, task_type: str, limit: int) -> list[str]:
+        """The ids of running, then waiting, tasks of a type: at most ``limit``."""
+        if limit < 1:
+            raise StoreRefused("bad arguments: limit must be over 0")
+        return await self._read("active_ids", ops.active_ids, self._queues, task_type, limit)
 
     async def count(self, task_type: str) -> dict[State, int]:
         """How many tasks are due, running and dead."""

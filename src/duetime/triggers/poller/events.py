@@ -1,0 +1,103 @@
+"""What pollers tell the application: Planton's ``task`` and ``error`` events.
+
+``app.events.on("task", fn)`` hears each instruction a poller dispatches, and
+``app.events.on("error", fn)`` each failure of a poller (its scheduler raised, returned
+something other than a list of strings, or its delay, limit or active instructions could not
+be read). Listeners may be plain functions or coroutine functions; they run in the worker's
+event loop, in order, and one that raises is logged and never stops polling.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Literal, TypeAlias
+
+from duetime.errors import ValidationError
+
+log = logging.getLogger("duetime.pollers")
+
+EventName = Literal["task", "error"]
+EVENT_NAMES: tuple[EventName, ...] = ("task", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEvent:
+    """A poller dispatched an instruction (Planton's ``task`` event).
+
+    Attributes:
+        task_name: the poller.
+        instruction: what its scheduler returned; with a handler, the id of the task that
+            runs it.
+    """
+
+    task_name: str
+    instruction: str
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorEvent:
+    """A poller's call failed (Planton's ``error`` event); it is called again after its
+    delay.
+
+    Attributes:
+        task_name: the poller.
+        error: what went wrong: what the scheduler raised, an
+            :class:`~duetime.UnexpectedTaskInstructionsError`, or another failure.
+    """
+
+    task_name: str
+    error: BaseException
+
+
+PollerEvent: TypeAlias = TaskEvent | ErrorEvent
+EventListener: TypeAlias = Callable[[PollerEvent], "Awaitable[None] | None"]
+
+
+class PollerEvents:
+    """The listeners of an app's pollers' events: ``app.events``."""
+
+    def __init__(self) -> None:
+        self._listeners: dict[EventName, list[EventListener]] = {n: [] for n in EVENT_NAMES}
+
+    def on(self, name: EventName, listener: EventListener) -> EventListener:
+        """Call ``listener`` with each event ``name`` ("task" or "error"); returns it, so
+        this works as a decorator too.
+
+        Raises:
+            ValidationError: an unknown event name, or a listener that is not callable.
+        """
+        self._known(name)
+        if not callable(listener):
+            raise ValidationError("listener", f"the listener of {name!r} events must be callable")
+        self._listeners[name].append(listener)
+        return listener
+
+    def off(self, name: EventName, listener: EventListener) -> None:
+        """Stop calling ``listener`` with events ``name``; no-op if it was not listening."""
+        self._known(name)
+        listeners = self._listeners[name]
+        if listener in listeners:
+            listeners.remove(listener)
+
+    def wants(self, name: EventName) -> bool:
+        """Whether any listener hears events ``name``."""
+        return bool(self._listeners[name])
+
+    async def emit(self, name: EventName, event: PollerEvent) -> None:
+        """Call every listener of ``name`` with ``event``, awaiting the async ones; a
+        listener that raises is logged."""
+        for listener in tuple(self._listeners[name]):
+            try:
+                answer = listener(event)
+                if inspect.isawaitable(answer):
+                    await answer
+            except Exception:
+                log.exception("%s: a listener of %s events failed", event.task_name, name)
+
+    @staticmethod
+    def _known(name: str) -> None:
+        if name not in EVENT_NAMES:
+            raise ValidationError("name", f"unknown poller event {name!r}: expected task or error")

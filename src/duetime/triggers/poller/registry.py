@@ -1,0 +1,68 @@
+"""An app's pollers, by name, and the writing of each poller's task when it is missing."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Container
+from datetime import datetime, timedelta
+
+from duetime.errors import InvalidTaskConfigurationError
+from duetime.model import Pacing, TaskPolicy
+from duetime.stores.base import Store
+from duetime.tasktype import TaskType
+from duetime.triggers.poller.poller import Poller
+from duetime.triggers.poller.tick import tick_type
+
+#: How long a poller's call is held by a worker that stopped answering before another
+#: worker takes it over (its lease; renewed while the call runs).
+POLLER_LEASE = timedelta(seconds=10)
+
+
+class Pollers:
+    """The pollers registered on an app, by name."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, Poller] = {}
+        #: Workers of this app running now: pollers are registered before the first starts.
+        self.workers_running = 0
+
+    def check_open(self, name: str) -> None:
+        """Raise unless pollers may still be registered: no worker of the app runs yet."""
+        if self.workers_running:
+            raise InvalidTaskConfigurationError(
+                name, "poller", "cannot be registered once a worker runs"
+            )
+
+    def add(self, poller: Poller) -> None:
+        self.check_open(poller.name)
+        self.by_name[poller.name] = poller
+
+    def expand(self, names: list[str]) -> list[str]:
+        """``names`` of task types for a worker to run, where a poller's name also brings
+        the type of its calls (and stands for it alone when the poller has no handler)."""
+        out = []
+        for name in names:
+            poller = self.by_name.get(name)
+            if poller is None or poller.handler_type is not None:
+                out.append(name)
+            if poller is not None:
+                out.append(tick_type(name))
+        return list(dict.fromkeys(out))
+
+    def of(self, types: Container[str]) -> list[Poller]:
+        """The pollers whose calls a worker running ``types`` makes."""
+        return [p for p in self.by_name.values() if tick_type(p.name) in types]
+
+    async def write_missing(self, store: Store, pollers: list[Poller], now_ms: int) -> None:
+        """Write the task of each poller that has none in the store (the first worker to
+        start does; the others find it)."""
+        for poller in pollers:
+            await store.schedule(tick_type(poller.name), [poller.first_tick(now_ms)], only_new=True)
+
+
+def poller_type(poller: Poller, scheduler: Callable[..., Awaitable[datetime]]) -> TaskType:
+    """The task type of ``poller``'s calls: one at a time, never retried (a failed call is
+    followed by the next), its handler :meth:`Poller.poll`."""
+    policy = TaskPolicy.from_options(concurrency=1, timeout=None, retries=0, lease=POLLER_LEASE)
+    return TaskType(
+        tick_type(poller.name), poller.poll, policy, Pacing(), mode="both", scheduler=scheduler
+    )

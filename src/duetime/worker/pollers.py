@@ -1,0 +1,71 @@
+"""The worker's side of pollers: a finished instruction brings its poller's next call
+forward, so that the free slot is filled at once rather than after the poller's delay."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+
+from duetime.stores.base import Store
+from duetime.triggers.poller.poller import Poller
+from duetime.triggers.poller.tick import tick_type
+from duetime.worker.events import Listener, WorkerEvent
+
+log = logging.getLogger("duetime.pollers")
+
+#: While a call runs elsewhere (the poller's task does not wait), bringing it forward is
+#: tried again after these waits, in seconds, in case that call ends with a long delay.
+HASTEN_RETRY_SECONDS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+
+
+class Hastener(Listener):
+    """A worker's listener that brings a poller's task forward when an instruction ends
+    (its outcome is settled), once per batch of settles.
+
+    Args:
+        pollers: the pollers with a handler whose tasks this worker runs.
+        store: the store.
+        now_ms: the store's time now.
+    """
+
+    def __init__(
+        self,
+        pollers: list[Poller],
+        store: Callable[[], Awaitable[Store]],
+        now_ms: Callable[[], int],
+    ) -> None:
+        self._by_type = {p.name: p for p in pollers}
+        self._store = store
+        self._now_ms = now_ms
+        self._wanted: dict[str, asyncio.Event] = {name: asyncio.Event() for name in self._by_type}
+
+    def settled(self, event: WorkerEvent) -> None:
+        poller = self._by_type.get(event.task_type)
+        if poller is None:
+            return
+        if poller.calls_running:  # a call runs in this process: the next comes at once
+            poller.freed = True
+        self._wanted[poller.name].set()
+
+    async def run(self) -> None:
+        """Bring the tasks forward as instructions end, until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            for name in self._by_type:
+                group.create_task(self._hasten_loop(name))
+
+    async def _hasten_loop(self, name: str) -> None:
+        wanted, task_type = self._wanted[name], tick_type(name)
+        while True:
+            await wanted.wait()
+            wanted.clear()
+            try:
+                store = await self._store()
+                for wait in (*HASTEN_RETRY_SECONDS, None):
+                    if await store.hasten(task_type, name, self._now_ms()) is not None:
+                        break
+                    if wait is None or wanted.is_set():
+                        break
+                    await asyncio.sleep(wait)
+            except Exception as exc:
+                log.warning("%s: could not bring the next call forward: %s", name, exc)
