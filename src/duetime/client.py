@@ -1,4 +1,5 @@
-"""The Client: the store behind an app, and the calls on its tasks (schedule, read, cancel)."""
+"""The Client: the store behind an app, and the calls on its tasks (schedule, read, cancel)
+and on its cron schedules (add, pause, resume, remove, list)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ from duetime.record import Record, new_task, task_info
 from duetime.stores import open_store, resolve_url
 from duetime.stores.base import STATES, NewTask, State, Store
 from duetime.tasktype import TaskType
+from duetime.triggers.cron import manage as cron
+from duetime.triggers.cron.manage import CronInfo
+from duetime.triggers.cron.policy import Missed, Overlap
 from duetime.triggers.keyspace import KeyRoute
 from duetime.triggers.named import NamedTriggers
 from duetime.triggers.poller.events import PollerEvents
@@ -32,8 +36,8 @@ SUBMIT_TRIES = 5
 
 
 class Client:
-    """An app's store and the calls on its tasks; :class:`~duetime.App` adds handlers,
-    cron schedules and workers. The arguments are :class:`~duetime.App`'s.
+    """An app's store and the calls on its tasks and cron schedules; :class:`~duetime.App`
+    adds handlers, pollers and workers. The arguments are :class:`~duetime.App`'s.
     """
 
     def __init__(
@@ -279,6 +283,79 @@ class Client:
         if not await store.revive(task_type, task_id, due, record):
             raise TaskNotFound(task_type, task_id, "dead")
         return from_ms(due)
+
+    # -- cron schedules -----------------------------------------------------------------
+
+    async def add_cron(
+        self,
+        name: str,
+        expression: str,
+        *,
+        task: str,
+        payload: dict[str, Any] | None = None,
+        tz: str = "UTC",
+        missed: Missed = "skip",
+        overlap: Overlap = "skip",
+        jitter: timedelta | float | None = None,
+        catchup: timedelta | float | None = None,
+    ) -> bool:
+        """Add (or update) the cron schedule ``name``, which runs task type ``task``.
+
+        Args:
+            expression: 5 fields (minute hour day-of-month month day-of-week), 6 with
+                seconds first, or an alias (@yearly, @monthly, @weekly, @daily, @hourly).
+            tz: the IANA time zone the expression is read in.
+            payload: given to each run.
+            missed: what to do with ticks missed while every worker was down: ``skip``
+                them, run ``once`` for all of them, or run ``all`` of them (at most 100).
+                A tick is missed when it starts more than a minute late (or after the
+                next tick, if that comes sooner).
+            overlap: ``skip`` a tick while the previous run is still running, or
+                ``allow`` runs to overlap (each tick is then a task of its own).
+            jitter: delay each tick by up to this much, at random (shorter than the period).
+            catchup: missed ticks older than this are not caught up.
+
+        Returns:
+            False when the store already held the same schedule (nothing was written).
+
+        Raises:
+            ValidationError: a bad field, or ``name`` taken by a schedule of another type.
+        """
+        self.task_type(task)
+        declared = cron.define(
+            name,
+            task,
+            expression,
+            tz=tz,
+            payload=payload,
+            missed=missed,
+            overlap=overlap,
+            jitter=jitter,
+            catchup=catchup,
+            max_payload_bytes=self.max_payload_bytes,
+        )
+        return await self.named_triggers.upsert(declared)
+
+    async def pause_cron(self, name: str) -> None:
+        """Stop firing the schedule ``name`` until :meth:`resume_cron`; a run in progress ends."""
+        await cron.set_paused(self.named_triggers, name, True)
+
+    async def resume_cron(self, name: str) -> None:
+        """Fire a paused schedule again, from its next tick."""
+        await cron.set_paused(self.named_triggers, name, False)
+
+    async def remove_cron(self, name: str) -> bool:
+        """Remove the schedule ``name`` from the store. One declared in code comes back when
+        a worker starts; remove it from the code too."""
+        return await self.named_triggers.remove(name)
+
+    async def next_runs(self, name: str, count: int = 5) -> list[datetime]:
+        """The next ``count`` ticks of the schedule ``name``, in its time zone."""
+        return await cron.next_runs(self.named_triggers, name, count, await self.now_ms())
+
+    async def crons(self) -> list[CronInfo]:
+        """Every cron schedule: those in the store, and those declared in code."""
+        return await cron.infos(self.named_triggers)
 
     # -- reading ------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, overload
 
 from duetime.errors import ValidationError
 
@@ -53,7 +53,9 @@ class ErrorEvent:
 
 
 PollerEvent: TypeAlias = TaskEvent | ErrorEvent
-EventListener: TypeAlias = Callable[[PollerEvent], "Awaitable[None] | None"]
+TaskListener: TypeAlias = Callable[[TaskEvent], "Awaitable[None] | None"]
+ErrorListener: TypeAlias = Callable[[ErrorEvent], "Awaitable[None] | None"]
+EventListener: TypeAlias = Callable[[Any], "Awaitable[None] | None"]
 
 
 class PollerEvents:
@@ -61,6 +63,12 @@ class PollerEvents:
 
     def __init__(self) -> None:
         self._listeners: dict[EventName, list[EventListener]] = {n: [] for n in EVENT_NAMES}
+
+    @overload
+    def on(self, name: Literal["task"], listener: TaskListener) -> TaskListener: ...
+
+    @overload
+    def on(self, name: Literal["error"], listener: ErrorListener) -> ErrorListener: ...
 
     def on(self, name: EventName, listener: EventListener) -> EventListener:
         """Call ``listener`` with each event ``name`` ("task" or "error"); returns it, so
@@ -74,6 +82,12 @@ class PollerEvents:
             raise ValidationError("listener", f"the listener of {name!r} events must be callable")
         self._listeners[name].append(listener)
         return listener
+
+    @overload
+    def off(self, name: Literal["task"], listener: TaskListener) -> None: ...
+
+    @overload
+    def off(self, name: Literal["error"], listener: ErrorListener) -> None: ...
 
     def off(self, name: EventName, listener: EventListener) -> None:
         """Stop calling ``listener`` with events ``name``; no-op if it was not listening."""

@@ -17,7 +17,7 @@ import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from duetime.context import Context
 from duetime.errors import (
@@ -48,6 +48,7 @@ MAX_DELAY_MS = 86_400_000
 MAX_ACTIVE = 10_000
 
 Scheduler = Callable[["PollContext"], Any]
+H = TypeVar("H", bound=Handler)
 Delay = Callable[[int], Any]
 Limit = Callable[[int, list[str]], Any]
 Active = Callable[[str], Any]
@@ -163,7 +164,13 @@ class Poller:
     def __repr__(self) -> str:
         return f"<Poller {self.name!r} concurrency={self.concurrency}>"
 
-    def handler(self, fn: Handler | None = None, **options: Any) -> Any:
+    @overload
+    def handler(self, fn: H, /) -> H: ...
+
+    @overload
+    def handler(self, fn: None = None, /, **options: Any) -> Callable[[H], H]: ...
+
+    def handler(self, fn: Handler | None = None, /, **options: Any) -> Any:
         """Decorate the function each instruction runs: ``(instruction)`` or
         ``(instruction, ctx)``, async or a plain ``def``, as a task of type ``name`` whose
         id is the instruction. ``options`` are :meth:`~duetime.App.task`'s (retries,
@@ -174,7 +181,7 @@ class Poller:
                 poller that has one.
         """
 
-        def register(fn: Handler) -> Handler:
+        def register(fn: H) -> H:
             if self.handler_type is not None:
                 raise ValidationError("handler", f"poller {self.name!r} has a handler already")
             self.handler_type = self._add_handler(self.name, fn, options)
