@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 import duetime
+from duetime.stores.base import Outcome
 from tests.helpers import count_is, eventually, running
 
 QUICK = 0.02  # seconds between calls where a test does not look at the delay
@@ -450,3 +451,29 @@ async def test_a_worker_given_a_poller_name_runs_its_calls_and_its_handler(
     async with running(app, types=["named", "bare"]) as worker:
         assert sorted(worker.running) == _names(app)()
         await eventually(lambda: done == ["only"])
+
+
+async def test_a_pollers_task_found_dead_is_revived_when_a_worker_starts(
+    app: duetime.App,
+) -> None:
+    calls: list[int] = []
+
+    @app.poller("phoenix", delay=lambda attempt: QUICK)
+    async def find(ctx: duetime.PollContext) -> list[str]:
+        calls.append(ctx.attempt)
+        return []
+
+    store = await app.open()
+    task_type, now = "duetime.poller.phoenix", app.clock.now_ms()
+    await store.schedule(task_type, [find.first_tick(now)])
+    batch = await store.claim(
+        task_type, now_ms=now, limit=1, lease_ms=1000, max_stalls=0, at_most_once=False
+    )
+    (claim,) = batch.claims
+    dead = Outcome("dead", claim, None, claim.record, "stalled too often")
+    assert await store.settle(task_type, [dead], now) == [True]
+
+    async with running(app):
+        await eventually(lambda: len(calls) >= 2, what="calls again")
+    got = await store.get(task_type, "phoenix")
+    assert got is not None and got.state != "dead"

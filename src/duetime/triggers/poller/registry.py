@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Container
 from datetime import datetime, timedelta
 
@@ -12,6 +13,11 @@ from duetime.tasktype import TaskType
 from duetime.triggers.poller.poller import Poller
 from duetime.triggers.poller.tick import tick_type
 
+log = logging.getLogger("duetime.pollers")
+
+#: A poller's task goes to the dead letters only after this many expired leases in a row
+#: (workers that died or hung in its calls): never, in practice. A poller must go on.
+POLLER_MAX_STALLS = 1_000_000
 #: How long a poller's call is held by a worker that stopped answering before another
 #: worker takes it over (its lease; renewed while the call runs).
 POLLER_LEASE = timedelta(seconds=10)
@@ -54,15 +60,20 @@ class Pollers:
 
     async def write_missing(self, store: Store, pollers: list[Poller], now_ms: int) -> None:
         """Write the task of each poller that has none in the store (the first worker to
-        start does; the others find it)."""
+        start does; the others find it), and bring back one found in the dead letters."""
         for poller in pollers:
-            await store.schedule(tick_type(poller.name), [poller.first_tick(now_ms)], only_new=True)
+            name, first = tick_type(poller.name), poller.first_tick(now_ms)
+            await store.schedule(name, [first], only_new=True)
+            if await store.revive(name, poller.name, now_ms, first.record):
+                log.warning("%s: its task was in the dead letters; revived", poller.name)
 
 
 def poller_type(poller: Poller, scheduler: Callable[..., Awaitable[datetime]]) -> TaskType:
     """The task type of ``poller``'s calls: one at a time, never retried (a failed call is
     followed by the next), its handler :meth:`Poller.poll`."""
-    policy = TaskPolicy.from_options(concurrency=1, timeout=None, retries=0, lease=POLLER_LEASE)
+    policy = TaskPolicy.from_options(
+        concurrency=1, timeout=None, retries=0, lease=POLLER_LEASE, max_stalls=POLLER_MAX_STALLS
+    )
     return TaskType(
         tick_type(poller.name), poller.poll, policy, Pacing(), mode="both", scheduler=scheduler
     )
