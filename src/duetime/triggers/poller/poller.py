@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar, overload
 
-from duetime.context import Context
 from duetime.errors import (
     InvalidTaskConfigurationError,
     UnexpectedTaskInstructionsError,
@@ -191,7 +190,7 @@ class Poller:
 
     # -- one call ---------------------------------------------------------------------
 
-    async def poll(self, payload: dict[str, Any], ctx: Context) -> Step:
+    async def poll(self, payload: dict[str, Any], ctx: object) -> Step:
         """One call, made by the worker that holds the poller's task: returns the attempt
         count from now on and the wait before the next call. Never raises: a failure is an
         ``error`` event, and the next call comes after the delay."""
