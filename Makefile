@@ -17,6 +17,7 @@ package: $(BIN)/python
 install: package
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@scripts/ensure-redis
+	@scripts/ensure-postgres
 
 check: install
 	$(BIN)/ruff format --check src tests bench examples
@@ -42,6 +43,7 @@ test-pythons:
 bench: install
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/expiry.py
+	$(BIN)/python bench/pollers.py
 
 demo: package
 	$(BIN)/python examples/series_premiere.py

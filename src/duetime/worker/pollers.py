@@ -4,6 +4,7 @@ forward, so that the free slot is filled at once rather than after the poller's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -14,8 +15,9 @@ from duetime.worker.events import Listener, WorkerEvent
 
 log = logging.getLogger("duetime.pollers")
 
-#: While a call runs elsewhere (the poller's task does not wait), bringing it forward is
-#: tried again after these waits, in seconds, in case that call ends with a long delay.
+#: While a call runs (the poller's task does not wait), bringing it forward is tried again
+#: when this worker settles the call, or, for a call on another worker, after these waits,
+#: in seconds, in case that call ends with a long delay.
 HASTEN_RETRY_SECONDS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 
 
@@ -39,8 +41,15 @@ class Hastener(Listener):
         self._store = store
         self._now_ms = now_ms
         self._wanted: dict[str, asyncio.Event] = {name: asyncio.Event() for name in self._by_type}
+        #: Set when this worker settles a poller's own task: a hasten that found the task
+        #: held (its call over, its outcome not yet settled) is tried again then.
+        self._tick_settled = {tick_type(name): asyncio.Event() for name in self._by_type}
 
     def settled(self, event: WorkerEvent) -> None:
+        tick_settled = self._tick_settled.get(event.task_type)
+        if tick_settled is not None:
+            tick_settled.set()
+            return
         poller = self._by_type.get(event.task_type)
         if poller is None:
             return
@@ -56,16 +65,22 @@ class Hastener(Listener):
 
     async def _hasten_loop(self, name: str) -> None:
         wanted, task_type = self._wanted[name], tick_type(name)
+        tick_settled = self._tick_settled[task_type]
         while True:
             await wanted.wait()
             wanted.clear()
             try:
                 store = await self._store()
                 for wait in (*HASTEN_RETRY_SECONDS, None):
+                    tick_settled.clear()
                     if await store.hasten(task_type, name, self._now_ms()) is not None:
                         break
                     if wait is None or wanted.is_set():
                         break
-                    await asyncio.sleep(wait)
+                    # Held by this worker: tried again as soon as it settles the task;
+                    # held by another, after the wait.
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(wait):
+                            await tick_settled.wait()
             except Exception as exc:
                 log.warning("%s: could not bring the next call forward: %s", name, exc)
