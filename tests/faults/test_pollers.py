@@ -1,18 +1,23 @@
-"""A worker killed (SIGKILL) in the middle of a poller's call: another worker takes the
-call over once its lease runs out, and every instruction still runs once."""
+"""Pollers under faults: a worker killed (SIGKILL) in the middle of a poller's call, whose
+call another worker takes over once its lease runs out; Redis killed while a call runs,
+whose instructions are dispatched once it is back. Every instruction runs once."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import sqlite3
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import duetime
 from duetime.triggers.poller.registry import POLLER_LEASE
+from tests.helpers import eventually, running
 from tests.integration.test_poller_workers import ITEMS, start_poller_worker
 from tests.servers import RedisServer
 
@@ -66,3 +71,48 @@ def test_a_worker_killed_mid_call_hands_the_poller_over_after_its_lease(
     hang_ns = next(int(f[2]) for f in lines if f[0] == "hang")
     assert (first_call - hang_ns) / 1e9 >= lease - 1
     assert took < lease + 20
+
+
+@pytest.fixture
+def aof_redis() -> Iterator[RedisServer]:
+    with RedisServer("--appendonly", "yes", "--appendfsync", "always") as server:
+        yield server
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(60)
+async def test_instructions_found_while_redis_is_down_are_dispatched_when_it_is_back(
+    aof_redis: RedisServer, namespace: str
+) -> None:
+    app = duetime.App(aof_redis.url, namespace=namespace)
+    called, proceed = asyncio.Event(), asyncio.Event()
+    handled: list[str] = []
+    errors: list[duetime.ErrorEvent] = []
+
+    @app.poller("outage", concurrency=5, delay=lambda attempt: 0.05)
+    async def find(ctx: duetime.PollContext) -> list[str]:
+        if called.is_set():
+            return []
+        called.set()
+        await proceed.wait()  # the scheduler marked its rows taken; now the store is down
+        return ["a", "b", "c"]
+
+    @find.handler
+    async def work(instruction: str) -> None:
+        handled.append(instruction)
+
+    app.events.on("error", errors.append)
+    try:
+        async with running(app):
+            await asyncio.wait_for(called.wait(), 10)
+            aof_redis.kill()
+            proceed.set()
+            # Longer than the store's own resends (about 3 s): dispatch has to try again.
+            await asyncio.sleep(4.5)
+            aof_redis.start()
+            await eventually(lambda: len(handled) >= 3, within=30, what="all three handled")
+            await asyncio.sleep(0.3)
+    finally:
+        await app.close()
+    assert sorted(handled) == ["a", "b", "c"]
+    assert not errors
