@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 log = logging.getLogger(__name__)
 
@@ -25,16 +25,7 @@ EventKind = Literal[
     "missed_ticks",
     "settled",
 ]
-EVENT_KINDS: tuple[EventKind, ...] = (
-    "claimed",
-    "started",
-    "succeeded",
-    "failed",
-    "retried",
-    "dead_lettered",
-    "missed_ticks",
-    "settled",
-)
+EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 
 
 @dataclass(frozen=True, slots=True)

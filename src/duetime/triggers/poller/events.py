@@ -13,14 +13,14 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias, overload
+from typing import Any, Literal, TypeAlias, get_args, overload
 
 from duetime.errors import ValidationError
 
 log = logging.getLogger("duetime.pollers")
 
 EventName = Literal["task", "error"]
-EVENT_NAMES: tuple[EventName, ...] = ("task", "error")
+EVENT_NAMES: tuple[EventName, ...] = get_args(EventName)
 
 
 @dataclass(frozen=True, slots=True)

@@ -141,11 +141,7 @@ class Poller:
             raise InvalidTaskConfigurationError(name, "scheduler", "must be callable")
         self.name = name
         self.scheduler = scheduler
-        self.concurrency = settings.concurrency
-        self.delay = settings.delay
-        self.calculate_limit = settings.calculate_limit
-        self.active = settings.active
-        self.timeout = settings.timeout
+        self.settings = settings
         self.events = events
         self.handler_type: TaskType | None = None
         self._add_handler = add_handler
@@ -155,13 +151,17 @@ class Poller:
         #: (in this process) while one ran: the next call then comes at once.
         self.calls_running = 0
         self.freed = False
-        self.__doc__ = getattr(scheduler, "__doc__", None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.scheduler(*args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<Poller {self.name!r} concurrency={self.concurrency}>"
+
+    @property
+    def concurrency(self) -> int:
+        """The most instructions active at once, across every worker."""
+        return self.settings.concurrency
 
     @overload
     def handler(self, fn: H, /) -> H: ...
@@ -210,10 +210,10 @@ class Poller:
     async def _call(self, attempt: int) -> bool | None:
         """Call the scheduler and dispatch what it returns: whether it returned
         instructions, or None when it was not called (the limit is 0 or less)."""
-        name = self.name
+        name, settings = self.name, self.settings
         try:
             active = await self._active()
-            limit = await _answer(self.calculate_limit(self.concurrency, list(active)))
+            limit = await _answer(settings.calculate_limit(settings.concurrency, list(active)))
             if type(limit) is not int:
                 raise ValidationError("calculate_limit", f"returned {limit!r}: expected an int")
         except Exception as exc:
@@ -222,7 +222,7 @@ class Poller:
         if limit <= 0:
             log.debug("%s: not called: limit %d (%d active)", name, limit, len(active))
             return None
-        ctx = PollContext(name, self.concurrency, limit, active, attempt)
+        ctx = PollContext(name, settings.concurrency, limit, active, attempt)
         try:
             instructions = await self._schedule(ctx)
         except Exception as exc:
@@ -242,8 +242,9 @@ class Poller:
         return True
 
     async def _active(self) -> list[str]:
-        if self.active is not None:
-            found = await _answer(self.active(self.name))
+        active = self.settings.active
+        if active is not None:
+            found = await _answer(active(self.name))
             if not _strings(found):
                 raise ValidationError("active", f"returned {found!r}: expected a list of strings")
             return list(found)
@@ -254,7 +255,7 @@ class Poller:
 
     async def _schedule(self, ctx: PollContext) -> list[str]:
         scheduler = self.scheduler
-        async with asyncio.timeout(self.timeout):
+        async with asyncio.timeout(self.settings.timeout):
             if inspect.iscoroutinefunction(scheduler):
                 found = await scheduler(ctx)
             else:
@@ -281,7 +282,7 @@ class Poller:
 
     async def _delay_ms(self, attempt: int) -> int:
         try:
-            wait = await _answer(self.delay(attempt))
+            wait = await _answer(self.settings.delay(attempt))
             if isinstance(wait, timedelta):
                 wait = wait.total_seconds()
             if isinstance(wait, bool) or not isinstance(wait, int | float):
