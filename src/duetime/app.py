@@ -48,13 +48,17 @@ class App(Client):
     and workers.
 
     Args:
-        url: the store: ``redis://host:port/db``, ``rediss://...``, ``unix://...`` or
-            ``sqlite:///path``. None reads ``DUETIME_URL``, and without it uses the
-            SQLite file ``duetime.db`` in the working directory.
+        url: the store: ``redis://host:port/db``, ``rediss://...``, ``unix://...``,
+            ``redis+sentinel://host:port,.../service/db`` or ``sqlite:///path``. None
+            reads ``DUETIME_URL``, and without it uses the SQLite file ``duetime.db`` in the
+            working directory.
         namespace: keeps apps sharing one store apart.
         clock: where "now" comes from; by default the store's own clock.
         max_payload_bytes: the largest payload accepted, as JSON.
         allow_eviction: accept a Redis that evicts keys (loses tasks); refused otherwise.
+        durability: ``"local"`` (default): a write returns once the store has it;
+            ``"replicated"`` (Redis with replicas): once a replica has it too, so that an
+            acknowledged write survives the loss of the primary.
         store: a store object to use instead of one made from ``url``.
 
     The store is opened on first use, in the running event loop; ``async with app`` or

@@ -20,7 +20,7 @@ from duetime.errors import (
 from duetime.model import Pacing, Task, TaskInfo, TaskPolicy
 from duetime.record import Record, new_task, task_info
 from duetime.stores import open_store, resolve_url
-from duetime.stores.base import STATES, NewTask, State, Store
+from duetime.stores.base import DURABILITIES, STATES, Durability, NewTask, State, Store
 from duetime.tasktype import TaskType
 from duetime.triggers.cron import manage as cron
 from duetime.triggers.cron.manage import CronInfo
@@ -48,9 +48,13 @@ class Client:
         clock: Clock | None = None,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
         allow_eviction: bool = False,
+        durability: Durability = "local",
         store: Store | None = None,
     ) -> None:
         self.url = resolve_url(url)
+        if durability not in DURABILITIES:
+            raise ValidationError("durability", f"must be one of {', '.join(DURABILITIES)}")
+        self.durability: Durability = durability
         self.namespace = check_name("namespace", namespace)
         if not isinstance(max_payload_bytes, int) or max_payload_bytes < 2:
             raise ValidationError("max_payload_bytes", "must be an integer of 2 or more")
@@ -106,7 +110,10 @@ class Client:
         async with self._opening:
             if self._store is None:
                 store = self._given_store or open_store(
-                    self.url, namespace=self.namespace, allow_eviction=self.allow_eviction
+                    self.url,
+                    namespace=self.namespace,
+                    allow_eviction=self.allow_eviction,
+                    durability=self.durability,
                 )
                 await store.open()
                 if self._given_clock is None:
@@ -392,6 +399,7 @@ class Client:
             clock=self._given_clock,
             max_payload_bytes=self.max_payload_bytes,
             allow_eviction=self.allow_eviction,
+            durability=self.durability,
         )
         app.types = self.types
         app.named_triggers.declared = self.named_triggers.declared

@@ -9,13 +9,13 @@ from urllib.parse import urlsplit
 from duetime.errors import ConfigError
 
 if TYPE_CHECKING:
-    from duetime.stores.base import Store
+    from duetime.stores.base import Durability, Store
 
 #: The environment variable App() reads when it is given no URL.
 URL_ENV = "DUETIME_URL"
 #: The embedded default: a SQLite file in the working directory.
 DEFAULT_URL = "sqlite:///duetime.db"
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel")
 
 
 def resolve_url(url: str | None) -> str:
@@ -27,21 +27,35 @@ def resolve_url(url: str | None) -> str:
     return url.strip()
 
 
-def open_store(url: str, *, namespace: str, allow_eviction: bool = False) -> Store:
-    """A store object for ``url`` (not yet opened), picked by the URL's scheme."""
+def open_store(
+    url: str, *, namespace: str, allow_eviction: bool = False, durability: Durability = "local"
+) -> Store:
+    """A store object for ``url`` (not yet opened), picked by the URL's scheme.
+
+    Raises:
+        ConfigError: an unknown scheme, or a durability the store cannot give.
+    """
     scheme = urlsplit(url).scheme.lower()
     if scheme in REDIS_SCHEMES:
         from duetime.stores.redis.connection import RedisConfig
         from duetime.stores.redis.store import RedisStore
 
-        return RedisStore(RedisConfig(url=url, namespace=namespace, allow_eviction=allow_eviction))
+        config = RedisConfig(
+            url=url, namespace=namespace, allow_eviction=allow_eviction, durability=durability
+        )
+        return RedisStore(config)
+    if durability != "local":
+        raise ConfigError(
+            f"durability={durability!r} needs a store with replicas (Redis); "
+            f"{redact(url)!r} has none"
+        )
     if scheme == "sqlite":
         from duetime.stores.sqlite.store import SqliteStore, parse_sqlite_url
 
         return SqliteStore(parse_sqlite_url(url, namespace=namespace))
     raise ConfigError(
         f"unknown store URL scheme {scheme or '(none)'!r} in {redact(url)!r}: use redis://, "
-        "rediss://, unix:// or sqlite:///path"
+        "rediss://, unix://, redis+sentinel:// or sqlite:///path"
     )
 
 

@@ -21,6 +21,9 @@ from typing import Literal, NamedTuple, Protocol
 State = Literal["due", "running", "dead"]
 STATES: tuple[State, ...] = ("due", "running", "dead")
 Op = Literal["done", "next", "retry", "dead", "release"]
+#: When a write returns: once the store has it ("local"), or once a replica has it too.
+Durability = Literal["local", "replicated"]
+DURABILITIES: tuple[Durability, ...] = ("local", "replicated")
 
 #: Called with (task type, due ms) when a task becomes the earliest of its type.
 WakeCallback = Callable[[str, int], None]

@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from redis import exceptions as rexc
 from redis.asyncio import Redis
@@ -15,7 +16,10 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
 from duetime.errors import ConfigError, StoreError, StoreUnavailable
+from duetime.stores.base import Durability
 from duetime.stores.redis import scripts
+from duetime.stores.redis.sentinel import SCHEMES as SENTINEL_SCHEMES
+from duetime.stores.redis.sentinel import connect_sentinel
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,15 +27,19 @@ class RedisConfig:
     """How to reach Redis and which tasks are ours.
 
     Attributes:
-        url: a ``redis://``, ``rediss://`` or ``unix://`` URL (redis-py's forms).
+        url: a ``redis://``, ``rediss://`` or ``unix://`` URL (redis-py's forms), or a
+            ``redis+sentinel://`` one (:mod:`.sentinel`).
         namespace: keeps several apps apart on one server.
         allow_eviction: start even though the server evicts keys under memory pressure
             (``allkeys-*`` policies), which loses tasks without an error. Off by default.
+        durability: ``"local"``: a write returns once the server has it; ``"replicated"``:
+            once a replica has it too (``WAIT``), else StoreUnavailable.
     """
 
     url: str
     namespace: str = "default"
     allow_eviction: bool = False
+    durability: Durability = "local"
 
 
 #: What redis-py raises: mapped to duetime's errors by :func:`store_error`, the one map.
@@ -69,9 +77,10 @@ def connect(
     # bytes: the store decodes each field itself (duetime.stores.wire), so that one value
     # that is not UTF-8 cannot fail a whole reply.
     retry = Retry(ExponentialWithJitterBackoff(base=0.02, cap=1.0), retries)
+    options.update(decode_responses=False, retry=retry, socket_timeout=socket_timeout)
+    if urlsplit(url).scheme.lower() in SENTINEL_SCHEMES:
+        return connect_sentinel(url, **options)
     try:
-        return Redis.from_url(
-            url, decode_responses=False, retry=retry, socket_timeout=socket_timeout, **options
-        )
+        return Redis.from_url(url, **options)
     except ValueError as exc:
         raise ConfigError(f"bad Redis URL: {exc}") from None

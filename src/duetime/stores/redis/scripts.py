@@ -27,7 +27,7 @@ from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
 
 from duetime.backoff import backoff_delay
-from duetime.errors import StoreError, StoreRefused
+from duetime.errors import StoreError, StoreRefused, StoreUnavailable
 from duetime.stores import wire
 
 _hiredis_pack: Callable[..., Any] | None
@@ -52,6 +52,8 @@ NAMES = (
     "active_ids",
 )
 
+#: The scripts that only read: no WAIT follows them.
+READ_ONLY = frozenset({"inspect_task", "active_ids"})
 #: What each negative code means. -3 carries the server's own error (out of memory, say).
 CODES = {-1: "a key holds a value of another type", -2: "bad arguments", -3: "the server refused"}
 #: A call that meets a dropped or refused connection is sent again this many times, after
@@ -168,17 +170,23 @@ def _pack(pack: Callable[..., Any] | None, conn: AbstractConnection, args: tuple
 
 
 class ScriptRunner:
-    """Runs the scripts on one client's connection pool."""
+    """Runs the scripts on one client's connection pool.
 
-    def __init__(self, client: Redis) -> None:
+    With ``replicas`` (n, timeout ms), every script that writes is followed, on its
+    connection and in the same round trip, by ``WAIT n timeout``: the call returns once n
+    replicas have its writes, or raises StoreUnavailable.
+    """
+
+    def __init__(self, client: Redis, replicas: tuple[int, int] | None = None) -> None:
         self.client = client
+        self._wait = None if replicas is None else ("WAIT", *replicas)
         self._pack: Callable[..., Any] | None = _hiredis_pack
         # Connections taken from the pool and kept between calls, one per call in flight
         # at the busiest moment. The client's aclose() disconnects them with the pool's.
         self._idle: list[AbstractConnection] = []
         self._deadlines = _Deadlines()
 
-    async def _send(self, *args: Any) -> Any:
+    async def _send(self, *args: Any, wait: tuple[Any, ...] | None = None) -> Any:
         pool = self.client.connection_pool
         for attempt in range(SEND_TRIES):
             conn = None
@@ -190,9 +198,7 @@ class ScriptRunner:
                         conn = self._idle.pop()
                     else:
                         conn = await pool.get_connection()  # type: ignore[no-untyped-call]
-                    packed = _pack(self._pack, conn, args)
-                    await conn.send_packed_command(packed, check_health=False)
-                    return await conn.read_response()
+                    return await self._exchange(conn, args, wait)
             except (rexc.ConnectionError, rexc.TimeoutError, OSError, RuntimeError) as exc:
                 # RuntimeError: uvloop's "unable to perform operation on <TCPTransport
                 # closed=True>" when a connection is reset as it is being set up.
@@ -202,7 +208,7 @@ class ScriptRunner:
                     if isinstance(exc, RuntimeError):
                         raise rexc.ConnectionError(str(exc)) from exc
                     raise
-            except rexc.ResponseError:
+            except (rexc.ResponseError, StoreUnavailable):
                 raise
             except BaseException:
                 # Cancelled (or worse) between sending and reading: the reply is still on
@@ -217,13 +223,50 @@ class ScriptRunner:
             await asyncio.sleep(backoff_delay(attempt + 1, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS))
         raise AssertionError("unreachable")  # pragma: no cover
 
+    async def _exchange(
+        self, conn: AbstractConnection, args: tuple[Any, ...], wait: tuple[Any, ...] | None
+    ) -> Any:
+        packed = _pack(self._pack, conn, args)
+        if wait is None:
+            await conn.send_packed_command(packed, check_health=False)
+            return await conn.read_response()
+        packed = _joined(packed, _pack(self._pack, conn, wait))
+        await conn.send_packed_command(packed, check_health=False)
+        return await _replicated(conn, wait)
+
     async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         """Run a script by SHA, loading it first if the server does not know it."""
         script = SCRIPTS[name]
+        wait = None if name in READ_ONLY else self._wait
         try:
-            reply = await self._send("EVALSHA", script.sha, len(keys), *keys, *args)
+            reply = await self._send("EVALSHA", script.sha, len(keys), *keys, *args, wait=wait)
         except rexc.NoScriptError:
             # After a restart, a SCRIPT FLUSH or a failover the server forgets scripts.
             await self._send("SCRIPT", "LOAD", script.source)
-            reply = await self._send("EVALSHA", script.sha, len(keys), *keys, *args)
+            reply = await self._send("EVALSHA", script.sha, len(keys), *keys, *args, wait=wait)
         return check_reply(reply)
+
+
+def _joined(first: Any, second: Any) -> Any:
+    """Two packed commands as one send (hiredis packs bytes, redis-py a list of parts)."""
+    if isinstance(first, bytes) and isinstance(second, bytes):
+        return first + second
+    parts = [first] if isinstance(first, bytes) else list(first)
+    return parts + ([second] if isinstance(second, bytes) else list(second))
+
+
+async def _replicated(conn: AbstractConnection, wait: tuple[Any, ...]) -> Any:
+    """The reply of a command sent with ``WAIT n timeout`` after it; raises StoreUnavailable
+    when fewer than n replicas acknowledged its writes in time."""
+    try:
+        reply = await conn.read_response()
+    except rexc.ResponseError:
+        await conn.read_response()  # WAIT's own reply, sent with the command
+        raise
+    acked = await conn.read_response()
+    if not isinstance(acked, int) or acked < wait[1]:
+        raise StoreUnavailable(
+            f"no replica acknowledged the write within {wait[2]} ms (it may be on the "
+            "primary alone, and lost if the primary is): durability='replicated'"
+        )
+    return reply

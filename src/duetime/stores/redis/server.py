@@ -5,7 +5,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from redis import exceptions as rexc
+from redis.asyncio import Redis
+
 from duetime.errors import ConfigError
+from duetime.stores.redis.connection import errors
 
 log = logging.getLogger(__name__)
 
@@ -46,5 +50,38 @@ def check_server(info: dict[str, Any], allow_eviction: bool) -> list[str]:
             "written since the last RDB snapshot, or all of them without one. Use "
             "appendonly yes with appendfsync always (nothing lost) or everysec (about a "
             "second lost on power failure)."
+        )
+    return warnings
+
+
+async def replication_warnings(client: Redis) -> list[str]:
+    """What keeps replicated durability from holding on this primary: no replica connected,
+    or ``min-replicas-to-write`` at 0 (a primary cut off from its replicas then goes on
+    accepting writes, which a failover loses)."""
+    warnings = []
+    async with errors("check replication"):
+        info = await client.info("replication")
+        if int(info.get("connected_slaves", 0)) < 1:
+            warnings.append(
+                "durability='replicated' but the Redis primary has no replica connected: "
+                "every write fails with StoreUnavailable until one is."
+            )
+        try:
+            found = await client.config_get("min-replicas-to-write")
+        except rexc.ResponseError:  # CONFIG refused (a managed Redis)
+            found = {}
+    setting = next(iter(found.values()), None) if found else None
+    if setting is None:
+        warnings.append(
+            "could not read min-replicas-to-write: make sure the primary has "
+            "min-replicas-to-write 1, or a primary cut off from its replicas keeps accepting "
+            "writes that a failover loses."
+        )
+    elif int(setting) < 1:
+        warnings.append(
+            "durability='replicated' but the Redis primary has min-replicas-to-write 0: "
+            "cut off from its replicas it keeps accepting writes (they fail here, after "
+            "their WAIT, but other clients' may not). Set min-replicas-to-write 1 and "
+            "min-replicas-max-lag 10 on the primary and its replicas."
         )
     return warnings

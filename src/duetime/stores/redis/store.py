@@ -24,7 +24,7 @@ from duetime.stores.base import (
     StoredTask,
     WakeCallback,
 )
-from duetime.stores.redis import keyevents, scripts, wake
+from duetime.stores.redis import keyevents, listing, names, scripts, wake
 from duetime.stores.redis.codec import settle_args, stored_task
 from duetime.stores.redis.connection import (
     DRIVER_ERRORS,
@@ -37,14 +37,18 @@ from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,
     call_key,
-    cron_index,
     event_key,
     keyevent_channel,
     parse_lease,
     type_keys,
     wake_channel,
 )
-from duetime.stores.redis.server import check_server, eviction_message, evicts
+from duetime.stores.redis.server import (
+    check_server,
+    eviction_message,
+    evicts,
+    replication_warnings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,9 @@ SCHEDULE_WINDOW = 3
 #: which saves part of the call's cost. The rest of the ten minutes is slack for a clock
 #: that moved.
 MARKER_HORIZON_MS = 10 * 60_000
+#: With replicated durability, how long a write waits for a replica to acknowledge it
+#: before the call fails: far longer than replication takes on a healthy link.
+REPLICA_WAIT_MS = 2000
 #: Most outcomes settled by one script call, for the same reasons.
 SETTLE_CHUNK = 500
 #: How long a settle's reply is kept for a resend of the call, as a claim's is.
@@ -78,6 +85,8 @@ class RedisStore:
         self._keys: dict[str, TypeKeys] = {}
         self._channel = wake_channel(config.namespace)
         self._warnings: list[str] = []
+        #: With replicated durability, the WAIT after each write: (replicas, timeout ms).
+        self._replicas = (1, REPLICA_WAIT_MS) if config.durability == "replicated" else None
         # The server's clock as time_ms() last read it (unsynced until then).
         self._server_clock = StoreClock(self.time_ms)
 
@@ -109,8 +118,10 @@ class RedisStore:
         except BaseException:
             await client.aclose()
             raise
+        if self._replicas is not None:
+            self._warnings += await replication_warnings(client)
         self._client = client
-        self._scripts = scripts.ScriptRunner(client)
+        self._scripts = scripts.ScriptRunner(client, self._replicas)
 
     async def close(self) -> None:
         if self._client is not None:
@@ -333,31 +344,8 @@ class RedisStore:
     async def list_tasks(
         self, task_type: str, state: State, limit: int, offset: int = 0
     ) -> list[StoredTask]:
-        k = self.keys(task_type)
-        index = {"due": k.due, "running": k.running, "dead": k.dead}[state]
         async with errors("list"):
-            rows: list[tuple[bytes, float]] = await self.client.zrange(  # type: ignore[assignment]
-                index, offset, offset + limit - 1, withscores=True
-            )
-            if not rows:
-                return []
-            ids = [task_id for task_id, _ in rows]  # as stored: bytes
-            fields = [kind + task_id for task_id in ids for kind in (b"s:", b"e:")]
-            async with self.client.pipeline(transaction=False) as pipe:
-                pipe.hmget(k.data, ids)
-                pipe.hmget(k.lease, ids)
-                pipe.hmget(k.meta, fields)
-                records, leases, meta = await pipe.execute()
-        out = []
-        for n, (task_id, score) in enumerate(rows):
-            due = wire.ms(score)
-            if state == "running" and leases[n]:
-                due = parse_lease(wire.text(leases[n]))[1]
-            stalls, error = meta[2 * n], meta[2 * n + 1]
-            out.append(
-                stored_task(wire.text(task_id), state, score, due, records[n], stalls, error)
-            )
-        return out
+            return await listing.list_tasks(self.client, self.keys(task_type), state, limit, offset)
 
     async def active_ids(self, task_type: str, limit: int) -> list[str]:
         k = self.keys(task_type)
@@ -374,20 +362,18 @@ class RedisStore:
     # -- cron schedule names ---------------------------------------------------------------
 
     async def add_schedule_name(self, name: str, task_type: str) -> str:
-        index = cron_index(self.config.namespace)
         async with errors("add_schedule_name"):
-            await self.client.hsetnx(index, name, task_type)
-            owner = await self.client.hget(index, name)
-        return wire.text(owner) if owner else task_type
+            return await names.add(
+                self.client, self.config.namespace, name, task_type, self._replicas
+            )
 
     async def remove_schedule_name(self, name: str) -> None:
         async with errors("remove_schedule_name"):
-            await self.client.hdel(cron_index(self.config.namespace), name)
+            await names.remove(self.client, self.config.namespace, name, self._replicas)
 
     async def schedule_names(self) -> dict[str, str]:
         async with errors("schedule_names"):
-            names = await self.client.hgetall(cron_index(self.config.namespace))
-        return {wire.text(name): wire.text(owner) for name, owner in names.items()}
+            return await names.read(self.client, self.config.namespace)
 
     # -- wake-ups -----------------------------------------------------------------------
 

@@ -1,0 +1,54 @@
+"""The Redis store's index of cron schedule names (one hash per namespace: name -> the task
+type the schedule lives in), written outside the scripts because it spans types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from redis.asyncio import Redis
+
+from duetime.errors import StoreUnavailable
+from duetime.stores import wire
+from duetime.stores.redis.keys import cron_index
+
+
+async def add(
+    client: Redis, namespace: str, name: str, task_type: str, replicas: tuple[int, int] | None
+) -> str:
+    """Give ``name`` to ``task_type`` unless it is taken; the type it belongs to."""
+    index = cron_index(namespace)
+    owner = (await _write(client, replicas, ("HSETNX", index, name, task_type), (index, name)))[1]
+    return wire.text(owner) if owner else task_type
+
+
+async def remove(
+    client: Redis, namespace: str, name: str, replicas: tuple[int, int] | None
+) -> None:
+    """Forget ``name``."""
+    await _write(client, replicas, ("HDEL", cron_index(namespace), name))
+
+
+async def read(client: Redis, namespace: str) -> dict[str, str]:
+    """Every name, with its task type."""
+    found = await client.hgetall(cron_index(namespace))
+    return {wire.text(name): wire.text(owner) for name, owner in found.items()}
+
+
+async def _write(
+    client: Redis,
+    replicas: tuple[int, int] | None,
+    command: tuple[Any, ...],
+    then_read: tuple[str, str] | None = None,
+) -> list[Any]:
+    """``command``, then an HGET of ``then_read``, then (replicated durability) ``WAIT
+    replicas timeout``, on one connection."""
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.execute_command(*command)
+        if then_read is not None:
+            pipe.hget(*then_read)
+        if replicas is not None:
+            pipe.execute_command("WAIT", *replicas)
+        replies: list[Any] = await pipe.execute()
+    if replicas is not None and replies[-1] < replicas[0]:
+        raise StoreUnavailable("no replica acknowledged the write: durability='replicated'")
+    return replies

@@ -1,0 +1,121 @@
+"""Redis behind Sentinel: the ``redis+sentinel://`` URL, and a client that follows the
+primary through a failover.
+
+    redis+sentinel://[[user]:password@]host:port[,host:port...]/<service>[/<db>][?sentinel_password=...]
+
+The password is the data nodes' (the primary's and replicas'); sentinels that require one
+of their own take ``sentinel_password``. ``rediss+sentinel://`` speaks TLS to the data
+nodes. Each new connection asks the sentinels where the primary is, and one to a primary
+that was demoted (it answers READONLY) is dropped: the script runner and the reads send
+again, to the new primary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from redis.asyncio import Redis
+from redis.asyncio.sentinel import Sentinel
+
+from duetime.errors import ConfigError
+
+SCHEMES = ("redis+sentinel", "rediss+sentinel")
+DEFAULT_SENTINEL_PORT = 26379
+
+
+@dataclass(frozen=True, slots=True)
+class SentinelURL:
+    """What a ``redis+sentinel://`` URL names."""
+
+    sentinels: tuple[tuple[str, int], ...]
+    service: str
+    db: int = 0
+    username: str | None = None
+    password: str | None = None
+    sentinel_password: str | None = None
+    tls: bool = False
+
+
+def parse_sentinel_url(url: str) -> SentinelURL:
+    """Read a ``redis+sentinel://`` URL.
+
+    Raises:
+        ConfigError: naming what is wrong with it (the password is never shown).
+    """
+    parts = urlsplit(url)
+    userinfo, _, hosts = parts.netloc.rpartition("@")
+    username, _, password = userinfo.partition(":")
+    sentinels = tuple(_host_port(h) for h in hosts.split(",") if h)
+    if not sentinels:
+        raise ConfigError("a redis+sentinel:// URL names at least one sentinel, host:port")
+    path = [unquote(p) for p in parts.path.split("/") if p]
+    if not path or len(path) > 2:
+        raise ConfigError(
+            "a redis+sentinel:// URL ends with /<service name> or /<service name>/<db>, "
+            "e.g. redis+sentinel://sentinel-a:26379,sentinel-b:26379/mymaster/0"
+        )
+    db = 0
+    if len(path) == 2:
+        if not path[1].isdigit():
+            raise ConfigError(
+                f"the database in a redis+sentinel:// URL is a number, not {path[1]!r}"
+            )
+        db = int(path[1])
+    query = parse_qs(parts.query)
+    sentinel_password = query.get("sentinel_password", [None])[-1]
+    return SentinelURL(
+        sentinels,
+        path[0],
+        db,
+        unquote(username) or None,
+        unquote(password) or None,
+        sentinel_password,
+        parts.scheme.lower().startswith("rediss"),
+    )
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, colon, port = text.rpartition(":")
+    if not colon:
+        return text, DEFAULT_SENTINEL_PORT
+    if not port.isdigit() or not host:
+        raise ConfigError(f"a sentinel is host:port, not {text!r}")
+    return host.strip("[]"), int(port)
+
+
+class _SentinelRedis(Redis):
+    """A client of the primary that also closes its connections to the sentinels."""
+
+    async def aclose(self, close_connection_pool: bool | None = None) -> None:
+        pool: Any = self.connection_pool
+        await super().aclose(close_connection_pool)
+        for sentinel in pool.sentinel_manager.sentinels:
+            await sentinel.aclose()
+
+
+def connect_sentinel(url: str, **options: Any) -> Redis:
+    """A client of the primary that the sentinels of ``url`` name (no connection yet).
+
+    Raises:
+        ConfigError: the URL cannot be used.
+    """
+    found = parse_sentinel_url(url)
+    sentinel_kwargs: dict[str, Any] = {"socket_timeout": options.get("socket_timeout")}
+    if found.sentinel_password:
+        sentinel_kwargs["password"] = found.sentinel_password
+    manager = Sentinel(  # type: ignore[no-untyped-call]
+        list(found.sentinels), sentinel_kwargs=sentinel_kwargs
+    )
+    if found.tls:
+        options["ssl"] = True
+    client: Redis = manager.master_for(
+        found.service,
+        redis_class=_SentinelRedis,
+        db=found.db,
+        username=found.username,
+        password=found.password,
+        **options,
+    )
+    return client
