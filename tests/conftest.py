@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import pytest
 
 import duetime
-from tests.servers import RedisServer
+from tests.servers import RedisCluster, RedisServer, SentinelGroup
 
 
 @pytest.fixture(scope="session")
@@ -32,3 +33,38 @@ async def redis_app(redis_url: str, namespace: str) -> AsyncIterator[duetime.App
     app = duetime.App(redis_url, namespace=namespace)
     yield app
     await app.close()
+
+
+# A cluster or a sentinel group starts only for the tests that ask for one. The session ones
+# are shared: a test may write to them but must not kill, start or reshard anything; a test
+# that does takes a fresh one, which is gone (processes killed, dirs removed) after it. A
+# fresh one takes the class's keyword arguments from an indirect parametrization:
+#   @pytest.mark.parametrize("fresh_sentinel_group", [{"server_args": (...)}], indirect=True)
+
+
+def _options(request: pytest.FixtureRequest) -> dict[str, Any]:
+    return dict(getattr(request, "param", None) or {})
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[RedisCluster]:
+    with RedisCluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def fresh_redis_cluster(request: pytest.FixtureRequest) -> Iterator[RedisCluster]:
+    with RedisCluster(**_options(request)) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def sentinel_group() -> Iterator[SentinelGroup]:
+    with SentinelGroup() as group:
+        yield group
+
+
+@pytest.fixture
+def fresh_sentinel_group(request: pytest.FixtureRequest) -> Iterator[SentinelGroup]:
+    with SentinelGroup(**_options(request)) as group:
+        yield group

@@ -7,8 +7,12 @@ from pathlib import Path
 from typing import Protocol
 
 import redis
+import redis.cluster
+import redis.sentinel
 
+from duetime.stores.redis.cluster import parse_cluster_url
 from duetime.stores.redis.keys import type_keys, wake_channel
+from duetime.stores.redis.sentinel import parse_sentinel_url
 from duetime.stores.sqlite.config import parse_sqlite_url
 
 
@@ -27,9 +31,31 @@ class Raw(Protocol):
     def close(self) -> None: ...
 
 
+def sync_redis(url: str) -> redis.Redis:
+    """A blocking redis-py client for any Redis URL duetime takes (one server, the primary a
+    Sentinel group names, or a cluster)."""
+    scheme = url.partition("://")[0].lower()
+    if scheme.endswith("+sentinel"):
+        found = parse_sentinel_url(url)
+        sentinel = redis.sentinel.Sentinel(list(found.sentinels))  # type: ignore[no-untyped-call]
+        primary: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
+            found.service, db=found.db, password=found.password
+        )
+        return primary
+    if scheme.endswith("+cluster"):
+        nodes, options = parse_cluster_url(url)
+        startup = [
+            redis.cluster.ClusterNode(host, port)  # type: ignore[no-untyped-call]
+            for host, port in nodes
+        ]
+        cluster = redis.cluster.RedisCluster(startup_nodes=startup, **options)
+        return cluster  # type: ignore[return-value]  # duck-typed: single-slot commands
+    return redis.Redis.from_url(url)
+
+
 class RawRedis:
     def __init__(self, url: str, namespace: str) -> None:
-        self.client = redis.Redis.from_url(url)
+        self.client = sync_redis(url)
         self.namespace = namespace
 
     def set_record(self, task_type: str, task_id: str, value: bytes) -> None:

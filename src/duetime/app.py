@@ -254,10 +254,13 @@ class App(Client):
         options: dict[str, Any],
         pattern: str = "",
     ) -> Callable[[Handler], TaskType]:
-        if urlsplit(self.url).scheme.lower() not in REDIS_SCHEMES:
+        scheme = urlsplit(self.url).scheme.lower()
+        if scheme not in REDIS_SCHEMES:
             raise ConfigError(
                 f"key expiry handlers need a Redis store: keys of {redact(self.url)} do not expire"
             )
+        if scheme.endswith("+cluster"):
+            raise ConfigError("key expiry handlers are not available on Redis Cluster yet")
         check_int("db", db, minimum=0)
         takes = ("key",) if kind == "expired" else ("message",)
 

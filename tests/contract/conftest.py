@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 import duetime
-from tests.servers import RedisServer
+from tests.servers import RedisCluster, RedisServer, SentinelGroup
 
-STORES = ("redis", "sqlite")
+STORES = ("redis", "sqlite", "sentinel", "cluster")
 
 
 @pytest.fixture(params=STORES)
@@ -18,6 +18,12 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "redis":
         server: RedisServer = request.getfixturevalue("redis_server")
         return server.url
+    if request.param == "sentinel":
+        group: SentinelGroup = request.getfixturevalue("sentinel_group")
+        return group.sentinel_url
+    if request.param == "cluster":
+        cluster: RedisCluster = request.getfixturevalue("redis_cluster")
+        return cluster.cluster_url
     return f"sqlite:///{tmp_path / 'duetime.db'}"
 
 

@@ -15,7 +15,15 @@ if TYPE_CHECKING:
 URL_ENV = "DUETIME_URL"
 #: The embedded default: a SQLite file in the working directory.
 DEFAULT_URL = "sqlite:///duetime.db"
-REDIS_SCHEMES = ("redis", "rediss", "unix", "redis+sentinel", "rediss+sentinel")
+REDIS_SCHEMES = (
+    "redis",
+    "rediss",
+    "unix",
+    "redis+sentinel",
+    "rediss+sentinel",
+    "redis+cluster",
+    "rediss+cluster",
+)
 
 
 def resolve_url(url: str | None) -> str:
@@ -55,7 +63,7 @@ def open_store(
         return SqliteStore(parse_sqlite_url(url, namespace=namespace))
     raise ConfigError(
         f"unknown store URL scheme {scheme or '(none)'!r} in {redact(url)!r}: use redis://, "
-        "rediss://, unix://, redis+sentinel:// or sqlite:///path"
+        "rediss://, unix://, redis+sentinel://, redis+cluster:// or sqlite:///path"
     )
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
 
 from duetime.stores.base import Store
 from duetime.triggers.poller.poller import Poller
@@ -57,11 +58,11 @@ class Hastener(Listener):
             poller.freed = True
         self._wanted[poller.name].set()
 
-    async def run(self) -> None:
-        """Bring the tasks forward as instructions end, until cancelled."""
-        async with asyncio.TaskGroup() as group:
-            for name in self._by_type:
-                group.create_task(self._hasten_loop(name))
+    def loops(self) -> list[Coroutine[Any, Any, None]]:
+        """One loop per poller that brings its task forward as instructions end, until
+        cancelled: each a task of the worker's own, so that a cancellation a store call
+        swallowed is sent again (see ``worker._cancel_until_done``)."""
+        return [self._hasten_loop(name) for name in self._by_type]
 
     async def _hasten_loop(self, name: str) -> None:
         wanted, task_type = self._wanted[name], tick_type(name)

@@ -68,7 +68,6 @@ class Worker:
         hastened = [p for p in app.pollers.by_name.values() if p.handler_type and p.name in names]
         self._hastener = Hastener(hastened, app.open, lambda: app.clock.now_ms())
         self.events = Events([*listeners, self._hastener] if hastened else listeners)
-        self._hastens = bool(hastened)
         self._runners: dict[str, TypeRunner] = {}
         for name in names:
             task_type = app.task_type(name)
@@ -160,8 +159,7 @@ class Worker:
                 ]
                 if key_routes:
                     helpers.append(group.create_task(KeyEvents(key_routes, store, clock).run()))
-                if self._hastens:
-                    helpers.append(group.create_task(self._hastener.run()))
+                helpers += (group.create_task(loop) for loop in self._hastener.loops())
                 loops = [group.create_task(r.claim_loop(store)) for r in runners]
                 self.started.set()
                 await asyncio.gather(*loops)

@@ -85,3 +85,21 @@ async def replication_warnings(client: Redis) -> list[str]:
             "min-replicas-max-lag 10 on the primary and its replicas."
         )
     return warnings
+
+
+async def eviction_problems(client: Redis, allow_eviction: bool) -> list[str]:
+    """An evicting maxmemory-policy on the server (on every primary of a cluster), unless
+    ``allow_eviction``; redis-py's errors pass."""
+    problems: dict[str, None] = {}
+    for info in per_node(await client.info("memory")):
+        policy = str(info.get("maxmemory_policy", "noeviction"))
+        if evicts(policy) and not allow_eviction:
+            problems[eviction_message(policy) + ": tasks written from now on may be lost."] = None
+    return list(problems)
+
+
+def per_node(infos: Any) -> list[dict[str, Any]]:
+    """INFO's reply: one dict per node (a cluster client answers with one per node)."""
+    if infos and all(isinstance(v, dict) for v in infos.values()):
+        return list(infos.values())
+    return [infos]

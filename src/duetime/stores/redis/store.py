@@ -7,7 +7,8 @@ import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
+from urllib.parse import urlsplit
 
 from redis.asyncio import Redis
 
@@ -24,6 +25,7 @@ from duetime.stores.base import (
     StoredTask,
     WakeCallback,
 )
+from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import keyevents, listing, names, scripts, wake
 from duetime.stores.redis.codec import settle_args, stored_task
 from duetime.stores.redis.connection import (
@@ -45,8 +47,7 @@ from duetime.stores.redis.keys import (
 )
 from duetime.stores.redis.server import (
     check_server,
-    eviction_message,
-    evicts,
+    eviction_problems,
     replication_warnings,
 )
 
@@ -81,7 +82,13 @@ class RedisStore:
     def __init__(self, config: RedisConfig) -> None:
         self.config = config
         self._client: Redis | None = None
-        self._scripts: scripts.ScriptRunner | None = None
+        self._scripts: scripts.ScriptRunner | cluster_store.ClusterScriptRunner | None = None
+        #: On Redis Cluster, the plain client of the next node, for pub/sub.
+        self._next_node = (
+            cluster_store.node_connector(config.url)
+            if urlsplit(config.url).scheme.lower() in cluster_store.SCHEMES
+            else None
+        )
         self._keys: dict[str, TypeKeys] = {}
         self._channel = wake_channel(config.namespace)
         self._warnings: list[str] = []
@@ -105,10 +112,21 @@ class RedisStore:
         return keys
 
     def _connect(self, **options: Any) -> Redis:
+        """A new client (of the next node, on a cluster): for pub/sub."""
+        if self._next_node is not None:
+            return self._next_node(**options)
         return connect(self.config.url, **options)
 
     async def open(self) -> None:
         if self._client is not None:
+            return
+        config = self.config
+        if self._next_node is not None:
+            cluster, self._scripts, self._warnings = await cluster_store.open_cluster(
+                config.url, allow_eviction=config.allow_eviction, durability=config.durability
+            )
+            # Duck-typed: the cluster client routes the single-slot commands the store sends.
+            self._client = cast(Redis, cluster)
             return
         client = self._connect()
         try:
@@ -137,11 +155,7 @@ class RedisStore:
         """An evicting maxmemory-policy set since the store was opened (unless
         ``allow_eviction``): the worker looks every minute, and logs what it finds."""
         async with errors("check settings"):
-            info = await self.client.info("memory")
-        policy = str(info.get("maxmemory_policy", "noeviction"))
-        if evicts(policy) and not self.config.allow_eviction:
-            return [eviction_message(policy) + ": tasks written from now on may be lost."]
-        return []
+            return await eviction_problems(self.client, self.config.allow_eviction)
 
     async def time_ms(self) -> float:
         before = time.monotonic()
