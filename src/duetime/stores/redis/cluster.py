@@ -13,6 +13,7 @@ one fails.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable
 from typing import Any
@@ -20,14 +21,15 @@ from urllib.parse import unquote, urlsplit
 
 from redis import exceptions as rexc
 from redis.asyncio import Redis
-from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.cluster import ClusterNode, PipelineCommand, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
-from duetime.errors import ConfigError
+from duetime.backoff import backoff_delay
+from duetime.errors import ConfigError, StoreUnavailable
 from duetime.stores import wire
 from duetime.stores.redis.connection import errors
-from duetime.stores.redis.scripts import SCRIPTS, check_reply
+from duetime.stores.redis.scripts import READ_ONLY, SCRIPTS, Script, check_reply
 from duetime.stores.redis.server import check_server, per_node
 
 SCHEMES = ("redis+cluster", "rediss+cluster")
@@ -95,20 +97,15 @@ def node_connector(url: str) -> Callable[..., Redis]:
 
 
 async def open_cluster(
-    url: str, *, allow_eviction: bool, durability: str
+    url: str, *, allow_eviction: bool, durability: str, replica_wait_ms: int
 ) -> tuple[RedisCluster, ClusterScriptRunner, list[str]]:
     """Connect to the cluster and check every primary as one server is checked; the client,
     its script runner, and the warnings about durability.
 
     Raises:
-        ConfigError: a primary too old or evicting keys, or a durability not given here.
+        ConfigError: a primary too old or evicting keys.
         StoreUnavailable: no node answers.
     """
-    if durability != "local":
-        raise ConfigError(
-            "durability='replicated' is not available on Redis Cluster yet: use Sentinel, "
-            "or durability='local'"
-        )
     client = connect_cluster(url, decode_responses=False)
     try:
         async with errors("connect"):
@@ -120,19 +117,29 @@ async def open_cluster(
     except BaseException:
         await client.aclose()
         raise
-    return client, ClusterScriptRunner(client), list(warnings)
+    replicas = (1, replica_wait_ms) if durability == "replicated" else None
+    return client, ClusterScriptRunner(client, replicas), list(warnings)
 
 
 class ClusterScriptRunner:
     """Runs the scripts through a cluster client: each goes to the primary of its keys'
-    slot (``EVALSHA``, or ``EVAL`` when that node does not know the script yet)."""
+    slot (``EVALSHA``, or ``EVAL`` when that node does not know the script yet).
 
-    def __init__(self, client: RedisCluster) -> None:
+    With ``replicas`` (n, timeout ms), a script that writes goes to that primary with
+    ``WAIT n timeout`` after it on the same connection, in one round trip, and raises
+    StoreUnavailable unless n replicas acknowledged it; a moved slot or a lost node is
+    followed by reading the topology again and sending again.
+    """
+
+    def __init__(self, client: RedisCluster, replicas: tuple[int, int] | None = None) -> None:
         self.client = client
+        self._replicas = replicas
 
     async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
         script = SCRIPTS[name]
         values = [_arg(a) for a in args]
+        if self._replicas is not None and name not in READ_ONLY:
+            return check_reply(await self._replicated(script, keys, values, self._replicas))
         try:
             reply = await self.client.execute_command(
                 "EVALSHA", script.sha, len(keys), *keys, *values
@@ -142,6 +149,51 @@ class ClusterScriptRunner:
                 "EVAL", script.source, len(keys), *keys, *values
             )
         return check_reply(reply)
+
+    async def _replicated(
+        self, script: Script, keys: list[str], values: list[Any], replicas: tuple[int, int]
+    ) -> Any:
+        call: tuple[Any, ...] = ("EVALSHA", script.sha, len(keys), *keys, *values)
+        for attempt in range(1, CLUSTER_RETRIES + 1):
+            node = self.client.get_node_from_key(keys[0])
+            commands = [PipelineCommand(0, *call), PipelineCommand(1, "WAIT", *replicas)]
+            try:
+                if node is None:
+                    raise rexc.ClusterDownError(f"no node serves the slot of {keys[0]}")
+                await node.execute_pipeline(commands)
+                reply, acked = commands[0].result, commands[1].result
+            except (rexc.ClusterDownError, rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
+                reply, acked = exc, None
+            if isinstance(reply, rexc.NoScriptError):
+                call = ("EVAL", script.source, len(keys), *keys, *values)
+                continue
+            if isinstance(reply, _MOVED) and attempt < CLUSTER_RETRIES:
+                # The slot moved or its node is gone: read the topology again.
+                await asyncio.sleep(backoff_delay(attempt, 0.02, 1.0))
+                await self.client.nodes_manager.initialize()
+                continue
+            if isinstance(reply, BaseException):
+                raise reply
+            if not isinstance(acked, int) or acked < replicas[0]:
+                raise StoreUnavailable(
+                    f"no replica acknowledged the write within {replicas[1]} ms (it may be "
+                    "on the primary alone, and lost if the primary is): "
+                    "durability='replicated'"
+                )
+            return reply
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: Replies after which a call is sent again once the topology is read anew.
+_MOVED = (
+    rexc.MovedError,
+    rexc.AskError,
+    rexc.TryAgainError,
+    rexc.ClusterDownError,
+    rexc.ConnectionError,
+    rexc.TimeoutError,
+    OSError,
+)
 
 
 def _arg(value: Any) -> Any:

@@ -1,12 +1,13 @@
-"""The Redis store's listing of one type's tasks in one state: the sorted set's range, then
-the records, leases and meta fields of those ids in one pipelined round trip."""
+"""The Redis store's listing of one type's tasks in one state (the sorted set's range, then
+the records, leases and meta fields of those ids in one pipelined round trip), and its
+counts."""
 
 from __future__ import annotations
 
 from redis.asyncio import Redis
 
 from duetime.stores import wire
-from duetime.stores.base import State, StoredTask
+from duetime.stores.base import STATES, State, StoredTask
 from duetime.stores.redis.codec import stored_task
 from duetime.stores.redis.keys import TypeKeys, parse_lease
 
@@ -36,3 +37,12 @@ async def list_tasks(
         stalls, error = meta[2 * n], meta[2 * n + 1]
         out.append(stored_task(wire.text(task_id), state, score, due, records[n], stalls, error))
     return out
+
+
+async def count(client: Redis, k: TypeKeys) -> dict[State, int]:
+    """How many tasks of the type are in each state, in one pipelined round trip."""
+    async with client.pipeline(transaction=False) as pipe:
+        for index in (k.due, k.running, k.dead):
+            pipe.zcard(index)
+        counts = await pipe.execute()
+    return dict(zip(STATES, counts, strict=True))

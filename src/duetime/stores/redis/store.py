@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -16,7 +15,6 @@ from duetime.clock import StoreClock
 from duetime.errors import StoreError
 from duetime.stores import wire
 from duetime.stores.base import (
-    STATES,
     Claim,
     ClaimBatch,
     NewTask,
@@ -117,13 +115,21 @@ class RedisStore:
             return self._next_node(**options)
         return connect(self.config.url, **options)
 
+    def _pubsub_connect(self) -> Redis:
+        # A connection of its own: a subscribed connection can carry nothing else. No
+        # silent retries: a reconnect must be seen, to look again for what was missed.
+        return self._connect(retries=0, health_check_interval=10)
+
     async def open(self) -> None:
         if self._client is not None:
             return
         config = self.config
         if self._next_node is not None:
             cluster, self._scripts, self._warnings = await cluster_store.open_cluster(
-                config.url, allow_eviction=config.allow_eviction, durability=config.durability
+                config.url,
+                allow_eviction=config.allow_eviction,
+                durability=config.durability,
+                replica_wait_ms=REPLICA_WAIT_MS,
             )
             # Duck-typed: the cluster client routes the single-slot commands the store sends.
             self._client = cast(Redis, cluster)
@@ -323,9 +329,8 @@ class RedisStore:
         return await keyevents.enable(self.client)
 
     async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
-        connect = functools.partial(self._connect, retries=0, health_check_interval=10)
         await wake.subscribe(
-            connect,
+            self._pubsub_connect,
             keyevent_channel(db),
             lambda data: on_key(wire.text(data)),
             what=f"key expiry events of db {db}",
@@ -366,12 +371,8 @@ class RedisStore:
         return [wire.text(i) for i in await self._run("active_ids", [k.due, k.running], [limit])]
 
     async def count(self, task_type: str) -> dict[State, int]:
-        k = self.keys(task_type)
-        async with errors("count"), self.client.pipeline(transaction=False) as pipe:
-            for index in (k.due, k.running, k.dead):
-                pipe.zcard(index)
-            counts = await pipe.execute()
-        return dict(zip(STATES, counts, strict=True))
+        async with errors("count"):
+            return await listing.count(self.client, self.keys(task_type))
 
     # -- cron schedule names ---------------------------------------------------------------
 
@@ -392,7 +393,4 @@ class RedisStore:
     # -- wake-ups -----------------------------------------------------------------------
 
     async def listen(self, on_wake: WakeCallback) -> None:
-        # A connection of its own: a subscribed connection can carry nothing else. No
-        # silent retries: a reconnect must be seen, to look again for what was missed.
-        connect = functools.partial(self._connect, retries=0, health_check_interval=10)
-        await wake.listen(connect, self._channel, on_wake)
+        await wake.listen(self._pubsub_connect, self._channel, on_wake)
