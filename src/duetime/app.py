@@ -259,8 +259,8 @@ class App(Client):
             raise ConfigError(
                 f"key expiry handlers need a Redis store: keys of {redact(self.url)} do not expire"
             )
-        if scheme.endswith("+cluster"):
-            raise ConfigError("key expiry handlers are not available on Redis Cluster yet")
+        if scheme.endswith("+cluster") and db != 0:
+            raise ConfigError(f"a Redis Cluster has database 0 only, not {db}")
         check_int("db", db, minimum=0)
         takes = ("key",) if kind == "expired" else ("message",)
 

@@ -8,13 +8,15 @@ keys' slot (every key of a task type shares one hash tag, so one slot), and foll
 ``MOVED`` and ``ASK`` replies and failovers by itself. The scripts are resent on a dropped
 connection, which they are written to allow. Wake-ups are published with ``PUBLISH``, which
 a cluster carries to every node: a worker listens on any one node, and on another when that
-one fails.
+one fails. Key expiry events are published by the node that holds the key: a worker
+listens on every primary.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -28,11 +30,17 @@ from redis.backoff import ExponentialWithJitterBackoff
 from duetime.backoff import backoff_delay
 from duetime.errors import ConfigError, StoreUnavailable
 from duetime.stores import wire
+from duetime.stores.redis import keyevents, wake
 from duetime.stores.redis.connection import errors
 from duetime.stores.redis.scripts import READ_ONLY, SCRIPTS, Script, check_reply
 from duetime.stores.redis.server import check_server, per_node
 
+log = logging.getLogger(__name__)
+
 SCHEMES = ("redis+cluster", "rediss+cluster")
+#: How often a listener of key expiry events reads the cluster's primaries again (a replica
+#: promoted since publishes the expiries of its slots).
+TOPOLOGY_SECONDS = 5.0
 #: How often the client tries a command again on a connection error or a moved slot.
 CLUSTER_RETRIES = 8
 
@@ -200,3 +208,59 @@ def _arg(value: Any) -> Any:
     """Text read from the store may hold bytes that are not UTF-8 (as lone surrogates):
     it goes back as those very bytes."""
     return wire.to_bytes(value) if isinstance(value, str) else value
+
+
+async def enable_key_events(client: RedisCluster) -> list[str]:
+    """Make every node publish its key expiries (a replica may become a primary), as
+    :func:`.keyevents.enable` does for one server; what stops it, as messages."""
+    problems: dict[str, None] = {}
+    for node in client.get_nodes():
+        plain = Redis(host=node.host, port=int(node.port), **_node_options(client))
+        try:
+            problems.update(dict.fromkeys(await keyevents.enable(plain)))
+        finally:
+            await plain.aclose()
+    return list(problems)
+
+
+async def key_expiries(
+    client: RedisCluster, channel: str, on_key: Callable[[str], None], what: str
+) -> None:
+    """Call ``on_key`` with every key that expires on any primary, until cancelled: one
+    subscription per primary (key events are published by the node that holds the key),
+    following the primaries as the topology, read again every TOPOLOGY_SECONDS, changes."""
+    listening: dict[tuple[str, int], asyncio.Task[None]] = {}
+
+    def listen(host: str, port: int) -> asyncio.Task[None]:
+        def connect() -> Redis:
+            return Redis(host=host, port=port, health_check_interval=10, **_node_options(client))
+
+        on_message = lambda data: on_key(wire.text(data))  # noqa: E731
+        return asyncio.create_task(
+            wake.subscribe(connect, channel, on_message, what=f"{what} on {host}:{port}")
+        )
+
+    try:
+        while True:
+            primaries = {(node.host, int(node.port)) for node in client.get_primaries()}
+            for addr in primaries - listening.keys():
+                listening[addr] = listen(*addr)
+            for addr in listening.keys() - primaries:
+                listening.pop(addr).cancel()
+            await asyncio.sleep(TOPOLOGY_SECONDS)
+            try:
+                await client.nodes_manager.initialize()
+            except (rexc.RedisError, OSError) as exc:
+                log.warning("could not read the cluster's topology again: %s", exc)
+    finally:
+        for task in listening.values():
+            task.cancel()
+        await asyncio.gather(*listening.values(), return_exceptions=True)
+
+
+def _node_options(client: RedisCluster) -> dict[str, Any]:
+    """The credentials and TLS of the cluster client's connections, for a plain client."""
+    kwargs = client.connection_kwargs
+    return {
+        key: kwargs[key] for key in ("username", "password", "ssl") if kwargs.get(key) is not None
+    }

@@ -326,15 +326,16 @@ class RedisStore:
     # -- key expiry events ------------------------------------------------------------------
 
     async def enable_key_events(self) -> list[str]:
+        if self._next_node is not None:
+            return await cluster_store.enable_key_events(cast(Any, self.client))
         return await keyevents.enable(self.client)
 
     async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
-        await wake.subscribe(
-            self._pubsub_connect,
-            keyevent_channel(db),
-            lambda data: on_key(wire.text(data)),
-            what=f"key expiry events of db {db}",
-        )
+        channel, what = keyevent_channel(db), f"key expiry events of db {db}"
+        if self._next_node is not None:
+            return await cluster_store.key_expiries(cast(Any, self.client), channel, on_key, what)
+        on_message = lambda data: on_key(wire.text(data))  # noqa: E731
+        await wake.subscribe(self._pubsub_connect, channel, on_message, what=what)
 
     async def schedule_event(
         self, task_type: str, event: str, task: NewTask, *, window_ms: int
