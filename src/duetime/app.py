@@ -36,7 +36,7 @@ from duetime.triggers.poller.poller import (
     default_limit,
 )
 from duetime.triggers.poller.registry import poller_type
-from duetime.validate import check_int, check_name, duration_ms
+from duetime.validate import check_int, check_name, check_partitions, duration_ms
 
 if TYPE_CHECKING:
     from duetime.sync import SyncClient
@@ -80,17 +80,21 @@ class App(Client):
         max_stalls: int = DEFAULT_MAX_STALLS,
         delivery: Delivery = "at_least_once",
         pacing: Pacing | None = None,
+        partitions: int = 1,
     ) -> Callable[[Handler], TaskType]:
         """Register the decorated function as the handler of task type ``name``.
 
         The handler takes ``(payload)`` or ``(payload, ctx)`` and may be ``async def`` or a
         plain ``def`` (run in a thread pool). See :class:`TaskPolicy` for the options;
-        ``retries`` defaults to 3, or 0 with at-most-once delivery.
+        ``retries`` defaults to 3, or 0 with at-most-once delivery. ``partitions`` spreads
+        the type's tasks over that many hash slots (on Redis Cluster, several primaries);
+        every process must give the same number.
 
         Raises:
             ValidationError: a bad name or option, or a name already registered.
         """
         check_name("task_type", name)
+        check_partitions(partitions)
         policy = TaskPolicy.from_options(
             concurrency=concurrency,
             timeout=timeout,
@@ -103,7 +107,7 @@ class App(Client):
 
         def register(fn: Handler) -> TaskType:
             mode = call_mode(fn, cron=False)
-            task_type = TaskType(name, None, policy, pacing or Pacing())
+            task_type = TaskType(name, None, policy, pacing or Pacing(), partitions=partitions)
             task_type.bind(fn, mode)
             task_type.scheduler = self.schedule
             return self._add(task_type)

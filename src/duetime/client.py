@@ -17,11 +17,12 @@ from duetime.errors import (
     UnknownTaskType,
     ValidationError,
 )
-from duetime.model import Pacing, Task, TaskInfo, TaskPolicy
+from duetime.model import Task, TaskInfo
 from duetime.record import Record, new_task, task_info
 from duetime.stores import open_store, resolve_url
 from duetime.stores.base import DURABILITIES, STATES, Durability, NewTask, State, Store
-from duetime.tasktype import TaskType
+from duetime.stores.partitioned import PartitionedStore
+from duetime.tasktype import TaskType, TaskTypes
 from duetime.triggers.cron import manage as cron
 from duetime.triggers.cron.manage import CronInfo
 from duetime.triggers.cron.policy import Missed, Overlap
@@ -60,7 +61,7 @@ class Client:
             raise ValidationError("max_payload_bytes", "must be an integer of 2 or more")
         self.max_payload_bytes = max_payload_bytes
         self.allow_eviction = allow_eviction
-        self.types: dict[str, TaskType] = {}
+        self.types = TaskTypes(self.schedule)
         #: Cron schedules by name: those the code declares, and those in the store.
         self.named_triggers = NamedTriggers(self.open, self.now_ms)
         #: Where key expiry events go (App.on_key_expired, App.key_timer).
@@ -74,18 +75,14 @@ class Client:
         self._clock: Clock | None = clock
         self._opening: asyncio.Lock | None = None
 
-    def declare(self, *names: str) -> None:
+    def declare(self, *names: str, partitions: int = 1) -> None:
         """Declare task types this process schedules but does not run.
 
         A producer without the handlers' code declares the types it sends, so that a typo
-        in a type name still fails at ``schedule``. Declaring a registered type is a no-op.
+        in a type name still fails at ``schedule``; ``partitions`` must be the handlers'
+        (``@app.task(partitions=...)``). Declaring a registered type is a no-op.
         """
-        for name in names:
-            check_name("task_type", name)
-            if name not in self.types:
-                self.types[name] = TaskType(
-                    name, None, TaskPolicy(), Pacing(), declared=True, scheduler=self.schedule
-                )
+        self.types.declare(names, partitions)
 
     def task_type(self, name: object) -> TaskType:
         """The registered or declared task type ``name``: its handler, policy and pacing.
@@ -93,11 +90,7 @@ class Client:
         Raises:
             UnknownTaskType: neither registered nor declared (or not a valid name).
         """
-        task_type = self.types.get(name) if isinstance(name, str) else None
-        if task_type is None:
-            check_name("task_type", name)
-            raise UnknownTaskType(str(name), tuple(self.types))
-        return task_type
+        return self.types.find(name)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -116,6 +109,7 @@ class Client:
                     durability=self.durability,
                 )
                 await store.open()
+                store = PartitionedStore(store, self.types.partitions_of)
                 if self._given_clock is None:
                     clock = StoreClock(store.time_ms)
                     await clock.sync()

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from duetime.errors import ValidationError
+from duetime.errors import UnknownTaskType, ValidationError
 from duetime.model import Pacing, Reschedule, TaskPolicy
+from duetime.validate import check_name, check_partitions
 
 Handler = Callable[..., Any]
 Hook = Callable[..., "Reschedule | bool | None | Awaitable[Reschedule | bool | None]"]
@@ -74,6 +75,8 @@ class TaskType:
     #: Only declared (``app.declare``): scheduled by this process and run by another, so
     #: its name may still be registered.
     declared: bool = False
+    #: How many partitions its tasks are spread over (see :mod:`duetime.stores.partitioned`).
+    partitions: int = 1
     #: The app's ``schedule`` call, for :meth:`schedule`.
     scheduler: Callable[..., Awaitable[datetime]] | None = field(default=None, repr=False)
     is_async: bool = field(init=False)
@@ -137,3 +140,39 @@ class TaskType:
         if self.scheduler is None:
             raise TypeError(f"task type {self.name!r} belongs to no app")
         return await self.scheduler(self.name, task_id, **options)
+
+
+class TaskTypes(dict[str, TaskType]):
+    """The task types an app knows by name: registered with a handler, or declared.
+
+    Args:
+        scheduler: the app's ``schedule`` call, given to the types it declares.
+    """
+
+    def __init__(self, scheduler: Callable[..., Awaitable[datetime]]) -> None:
+        super().__init__()
+        self._scheduler = scheduler
+
+    def declare(self, names: Iterable[str], partitions: int) -> None:
+        """Add the types ``names``, without handlers, unless registered already."""
+        check_partitions(partitions)
+        for name in names:
+            check_name("task_type", name)
+            if name not in self:
+                self[name] = TaskType(
+                    name, None, TaskPolicy(), Pacing(), declared=True, partitions=partitions
+                )
+                self[name].scheduler = self._scheduler
+
+    def find(self, name: object) -> TaskType:
+        """The type ``name``; raises UnknownTaskType (a ValidationError) if there is none."""
+        task_type = self.get(name) if isinstance(name, str) else None
+        if task_type is None:
+            check_name("task_type", name)
+            raise UnknownTaskType(str(name), tuple(self))
+        return task_type
+
+    def partitions_of(self, name: str) -> int:
+        """How many partitions the type ``name`` is spread over (1 for an unknown one)."""
+        task_type = self.get(name)
+        return 1 if task_type is None else task_type.partitions

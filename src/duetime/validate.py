@@ -202,3 +202,14 @@ def encode_payload(payload: object, max_bytes: int) -> str:
     if size > max_bytes:
         raise PayloadError("payload", f"is {size} bytes of JSON, over the limit of {max_bytes}")
     return text
+
+
+def check_partitions(value: object) -> int:
+    """Return ``value`` if it is a number of partitions a type may have."""
+    from duetime.stores.layout import MAX_PARTITIONS
+
+    if type(value) is not int or not 1 <= value <= MAX_PARTITIONS:
+        raise ValidationError(
+            "partitions", f"must be an integer from 1 to {MAX_PARTITIONS}, not {value!r}"
+        )
+    return value
