@@ -25,6 +25,9 @@ A payload ``{"sleep": <seconds>}`` overrides the mode's sleep for that task.
 ``start``, then ``value <key> ... <value as compact JSON>`` (in the occurrence's column),
 then ``effect``. ``--key-expired <pattern>@<db>`` adds an ``on_key_expired`` handler, of
 type ``keyExpired``, that writes ``start`` and ``effect`` with the key as the task id.
+
+``--durability replicated`` opens the app with ``durability="replicated"`` (every write
+of the worker, claims and settles included, waits for a replica); ``local`` by default.
 """
 
 from __future__ import annotations
@@ -64,11 +67,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--grace", type=float, default=5.0)
     parser.add_argument("--expiring", type=float, help="an expiring group with this TTL (s)")
     parser.add_argument("--key-expired", help="an on_key_expired handler: <pattern>@<db>")
+    parser.add_argument("--durability", default="local", choices=("local", "replicated"))
     return parser.parse_args(argv)
 
 
 def build(args: argparse.Namespace) -> duetime.App:
-    app = duetime.App(args.url, namespace=args.namespace)
+    app = duetime.App(args.url, namespace=args.namespace, durability=args.durability)
     fd = os.open(
         os.path.join(args.ledger, f"ledger-{os.getpid()}.log"),
         os.O_WRONLY | os.O_CREAT | os.O_APPEND,

@@ -15,6 +15,7 @@ listens on every primary.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
 from collections.abc import Callable
@@ -85,8 +86,14 @@ def connect_cluster(url: str, **options: Any) -> RedisCluster:
     # topology again); the scripts are safe to send twice.
     retry = Retry(ExponentialWithJitterBackoff(base=0.02, cap=1.0), CLUSTER_RETRIES)
     options["retry"] = retry
+    # reinitialize_steps=0: a MOVED reply updates that slot's node, and never makes the
+    # client close itself to read the whole topology again (which breaks the other calls
+    # in flight on it, as a resharding showed).
     return RedisCluster(
-        startup_nodes=[ClusterNode(host, port) for host, port in nodes], **url_options, **options
+        startup_nodes=[ClusterNode(host, port) for host, port in nodes],
+        reinitialize_steps=0,
+        **url_options,
+        **options,
     )
 
 
@@ -148,21 +155,33 @@ class ClusterScriptRunner:
         values = [_arg(a) for a in args]
         if self._replicas is not None and name not in READ_ONLY:
             return check_reply(await self._replicated(script, keys, values, self._replicas))
+        for attempt in range(1, CLUSTER_RETRIES + 1):
+            try:
+                return check_reply(await self._send(script, keys, values))
+            except AttributeError as exc:
+                # redis-py's cluster client closes itself to read the topology again after a
+                # CLUSTERDOWN (a failover), under the calls in flight, which then fail so.
+                if attempt == CLUSTER_RETRIES:
+                    raise StoreUnavailable(f"Redis Cluster unavailable: {exc!r}") from exc
+                await asyncio.sleep(backoff_delay(attempt, 0.02, 1.0))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _send(self, script: Script, keys: list[str], values: list[Any]) -> Any:
         try:
-            reply = await self.client.execute_command(
+            return await self.client.execute_command(
                 "EVALSHA", script.sha, len(keys), *keys, *values
             )
         except rexc.NoScriptError:
-            reply = await self.client.execute_command(
+            return await self.client.execute_command(
                 "EVAL", script.source, len(keys), *keys, *values
             )
-        return check_reply(reply)
 
     async def _replicated(
         self, script: Script, keys: list[str], values: list[Any], replicas: tuple[int, int]
     ) -> Any:
         call: tuple[Any, ...] = ("EVALSHA", script.sha, len(keys), *keys, *values)
-        for attempt in range(1, CLUSTER_RETRIES + 1):
+        attempt = 0
+        while True:
             node = self.client.get_node_from_key(keys[0])
             commands = [PipelineCommand(0, *call), PipelineCommand(1, "WAIT", *replicas)]
             try:
@@ -172,13 +191,15 @@ class ClusterScriptRunner:
                 reply, acked = commands[0].result, commands[1].result
             except (rexc.ClusterDownError, rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
                 reply, acked = exc, None
-            if isinstance(reply, rexc.NoScriptError):
-                call = ("EVAL", script.source, len(keys), *keys, *values)
+            if isinstance(reply, rexc.NoScriptError) and call[0] == "EVALSHA":
+                call = ("EVAL", script.source, len(keys), *keys, *values)  # not an attempt
                 continue
+            attempt += 1
             if isinstance(reply, _MOVED) and attempt < CLUSTER_RETRIES:
                 # The slot moved or its node is gone: read the topology again.
                 await asyncio.sleep(backoff_delay(attempt, 0.02, 1.0))
-                await self.client.nodes_manager.initialize()
+                with contextlib.suppress(rexc.RedisError, OSError):
+                    await self.client.nodes_manager.initialize()
                 continue
             if isinstance(reply, BaseException):
                 raise reply
@@ -189,7 +210,6 @@ class ClusterScriptRunner:
                     "durability='replicated'"
                 )
             return reply
-        raise AssertionError("unreachable")  # pragma: no cover
 
 
 #: Replies after which a call is sent again once the topology is read anew.

@@ -16,6 +16,7 @@ sent again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -261,7 +262,10 @@ async def _replicated(conn: AbstractConnection, wait: tuple[Any, ...]) -> Any:
     try:
         reply = await conn.read_response()
     except rexc.ResponseError:
-        await conn.read_response()  # WAIT's own reply, sent with the command
+        # WAIT's own reply, sent with the command: read so that the connection can be used
+        # again, and not raised (the command's error is the one that says what happened).
+        with contextlib.suppress(rexc.ResponseError):
+            await conn.read_response()
         raise
     acked = await conn.read_response()
     if not isinstance(acked, int) or acked < wait[1]:

@@ -17,7 +17,11 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from redis.asyncio import Redis
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import (
+    Sentinel,
+    SentinelManagedConnection,
+    SentinelManagedSSLConnection,
+)
 
 from duetime.errors import ConfigError
 
@@ -85,6 +89,28 @@ def _host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+class _FollowingConnection(SentinelManagedConnection):
+    """A connection that asks the sentinels where the primary is whenever it connects again.
+
+    redis-py's own asks only on the first connect: a connection that dropped (its primary
+    died) and is used again reconnects to the address it had, and keeps failing after a
+    failover (redis-py issue 3874). The script runner keeps its connections between calls,
+    so it meets exactly that.
+    """
+
+    async def connect_check_health(
+        self, check_health: bool = True, retry_socket_connect: bool = True
+    ) -> None:
+        pool: Any = self.connection_pool
+        if not self.is_connected and pool.is_master:
+            self.host, self.port = await pool.get_master_address()
+        await super().connect_check_health(check_health, retry_socket_connect)
+
+
+class _FollowingSSLConnection(_FollowingConnection, SentinelManagedSSLConnection):
+    pass
+
+
 class _SentinelRedis(Redis):
     """A client of the primary that also closes its connections to the sentinels."""
 
@@ -108,8 +134,7 @@ def connect_sentinel(url: str, **options: Any) -> Redis:
     manager = Sentinel(  # type: ignore[no-untyped-call]
         list(found.sentinels), sentinel_kwargs=sentinel_kwargs
     )
-    if found.tls:
-        options["ssl"] = True
+    options["connection_class"] = _FollowingSSLConnection if found.tls else _FollowingConnection
     client: Redis = manager.master_for(
         found.service,
         redis_class=_SentinelRedis,
