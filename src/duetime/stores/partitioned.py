@@ -58,17 +58,19 @@ class PartitionedStore:
         self.inner = inner
         self._partitions_of = partitions_of
         self._turn = itertools.count()
-        self._checked: set[str] = set()
+        #: The types checked against the store's layout, with their partitions.
+        self._counts: dict[str, int] = {}
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)  # the calls about no type: open, close, time_ms, ...
 
     async def _n(self, task_type: str) -> int:
         """The type's partitions, once checked against what the store holds."""
-        n = self._partitions_of(task_type)
-        if task_type not in self._checked:
+        n = self._counts.get(task_type)
+        if n is None:
+            n = self._partitions_of(task_type)
             await check_layout(self.inner, task_type, n)
-            self._checked.add(task_type)
+            self._counts[task_type] = n
         return n
 
     async def _each(self, task_type: str, n: int, call: Callable[[str], Any]) -> list[Any]:
@@ -123,6 +125,8 @@ class PartitionedStore:
     async def schedule(
         self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
     ) -> list[str]:
+        if self._counts.get(task_type) == 1:  # the producer's hot path: no more than this
+            return await self.inner.schedule(task_type, tasks, only_new=only_new)
         groups = await self._spread(task_type, tasks, lambda t: t.id)
         if groups is None:
             return await self.inner.schedule(task_type, tasks, only_new=only_new)
@@ -153,7 +157,7 @@ class PartitionedStore:
     # -- claims and what carries their tokens ------------------------------------------------
 
     async def claim(self, task_type: str, *, now_ms: int, limit: int, **options: Any) -> ClaimBatch:
-        n = await self._n(task_type)
+        n = self._counts.get(task_type) or await self._n(task_type)
         if n == 1:
             return await self.inner.claim(task_type, now_ms=now_ms, limit=limit, **options)
         first = next(self._turn) % n
