@@ -11,6 +11,7 @@ import redis.asyncio as aredis
 
 import duetime
 from duetime.stores.base import NewTask, Outcome
+from duetime.stores.partitioned import PartitionedStore
 from duetime.stores.redis.connection import RedisConfig
 from duetime.stores.redis.keys import type_keys, wake_channel
 from duetime.stores.redis.server import check_server
@@ -34,8 +35,9 @@ async def raw(redis_url: str) -> AsyncIterator[aredis.Redis]:
 async def store(redis_app: duetime.App) -> RedisStore:
     redis_app.declare("mail")
     store = await redis_app.open()
-    assert isinstance(store, RedisStore)
-    return store
+    assert isinstance(store, PartitionedStore)  # the app's store, around the Redis store
+    assert isinstance(store.inner, RedisStore)
+    return store.inner
 
 
 async def test_a_key_of_the_wrong_type_is_refused_before_anything_is_written(

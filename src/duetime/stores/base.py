@@ -310,6 +310,8 @@ class Store(Protocol):
 
     async def listen(self, on_wake: WakeCallback) -> None:
         """Call ``on_wake`` whenever a task becomes the earliest of its type, until cancelled.
+        A store that wakes per type (Redis Cluster: a shard channel per type) does so for
+        the types it has claimed, which are those a worker runs.
 
         Wake-ups are hints: one may be lost while reconnecting, so callers also wake on
         their own at the next due time they know of. Reconnects by itself, and calls

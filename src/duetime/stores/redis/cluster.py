@@ -6,10 +6,10 @@ script runner on it.
 Any nodes will do: the client discovers the rest, routes each script to the primary of its
 keys' slot (every key of a task type shares one hash tag, so one slot), and follows
 ``MOVED`` and ``ASK`` replies and failovers by itself. The scripts are resent on a dropped
-connection, which they are written to allow. Wake-ups are published with ``PUBLISH``, which
-a cluster carries to every node: a worker listens on any one node, and on another when that
-one fails. Key expiry events are published by the node that holds the key: a worker
-listens on every primary.
+connection, which they are written to allow. Wake-ups go on each type's shard channel, in
+its slot (SPUBLISH): a worker subscribes to the channels of the types it claims, on the
+nodes of their slots. Key expiry events are published by the node that holds the key: a
+worker listens on every primary.
 """
 
 from __future__ import annotations
@@ -31,14 +31,19 @@ from redis.backoff import ExponentialWithJitterBackoff
 from duetime.backoff import backoff_delay
 from duetime.errors import ConfigError, StoreUnavailable
 from duetime.stores import wire
+from duetime.stores.base import WakeCallback
 from duetime.stores.redis import keyevents, wake
 from duetime.stores.redis.connection import errors
+from duetime.stores.redis.keys import shard_wake_channel
 from duetime.stores.redis.scripts import READ_ONLY, SCRIPTS, Script, check_reply
 from duetime.stores.redis.server import check_server, per_node
 
 log = logging.getLogger(__name__)
 
 SCHEMES = ("redis+cluster", "rediss+cluster")
+#: How long one read of the shard wake-up channels waits before the listener looks for
+#: newly claimed types to subscribe to.
+SHARDED_POLL_SECONDS = 0.5
 #: How often a listener of key expiry events reads the cluster's primaries again (a replica
 #: promoted since publishes the expiries of its slots).
 TOPOLOGY_SECONDS = 5.0
@@ -284,3 +289,49 @@ def _node_options(client: RedisCluster) -> dict[str, Any]:
     return {
         key: kwargs[key] for key in ("username", "password", "ssl") if kwargs.get(key) is not None
     }
+
+
+async def listen_sharded(
+    client: RedisCluster,
+    namespace: str,
+    types: set[str],
+    more_types: asyncio.Event,
+    on_wake: WakeCallback,
+) -> None:
+    """Call ``on_wake`` for every wake-up of ``types`` (the types this process claims; the
+    set grows, and ``more_types`` is set when it does) until cancelled: each type's shard
+    channel is subscribed on the node of its slot, which redis-py's cluster pub/sub follows
+    as slots move. A lost connection is made again; ``on_wake("*", 0)`` follows every
+    (re)subscription, since wake-ups published meanwhile are lost."""
+    failures = 0
+    while True:
+        pubsub = client.pubsub()
+        subscribed: set[str] = set()
+        try:
+            while True:
+                if wanted := types - subscribed:
+                    channels = [shard_wake_channel(namespace, t) for t in sorted(wanted)]
+                    await pubsub.ssubscribe(*channels)
+                    subscribed |= wanted
+                    on_wake("*", 0)
+                    failures = 0
+                more_types.clear()
+                if not subscribed:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(wake.LISTEN_POLL_SECONDS):
+                            await more_types.wait()
+                    continue
+                message = await pubsub.get_sharded_message(
+                    ignore_subscribe_messages=True, timeout=SHARDED_POLL_SECONDS
+                )
+                if message is not None and message.get("type") in (b"smessage", "smessage"):
+                    wake.dispatch(message.get("data"), on_wake)
+        except (rexc.RedisError, OSError, AttributeError) as exc:
+            log.warning("shard wake-up channels lost (%s); subscribing again", exc)
+        finally:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+        failures += 1
+        await asyncio.sleep(
+            backoff_delay(failures, wake.LISTEN_BACKOFF_FIRST, wake.LISTEN_BACKOFF_CAP)
+        )

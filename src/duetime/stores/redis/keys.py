@@ -28,6 +28,8 @@ Redis Cluster slot and one script may touch them all::
 
     duetime:{ns}:wake           pub/sub channel: "<type> <due ms>" when a task becomes
                                 the earliest of its type
+    duetime:{ns:type}:wake      on Redis Cluster, the shard channel of the same, in the
+                                slot of the type's keys (SPUBLISH / SSUBSCRIBE)
 """
 
 from __future__ import annotations
@@ -84,6 +86,12 @@ def cron_index(namespace: str) -> str:
 def wake_channel(namespace: str) -> str:
     """The pub/sub channel on which workers of ``namespace`` are woken."""
     return f"{PREFIX}:{{{namespace}}}:wake"
+
+
+def shard_wake_channel(namespace: str, task_type: str) -> str:
+    """The shard channel on which, on Redis Cluster, workers of ``task_type`` are woken: in
+    the slot of the type's keys."""
+    return f"{PREFIX}:{{{namespace}:{task_type}}}:wake"
 
 
 def parse_lease(value: str) -> tuple[int, int]:

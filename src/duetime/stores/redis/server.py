@@ -103,3 +103,25 @@ def per_node(infos: Any) -> list[dict[str, Any]]:
     if infos and all(isinstance(v, dict) for v in infos.values()):
         return list(infos.values())
     return [infos]
+
+
+async def open_server(
+    client: Redis, allow_eviction: bool, replicas: tuple[int, int] | None
+) -> list[str]:
+    """Check the server behind a new ``client`` (closed if it cannot be used); the warnings
+    about durability.
+
+    Raises:
+        ConfigError: a server too old or evicting keys.
+        StoreUnavailable: it cannot be reached.
+    """
+    try:
+        async with errors("connect"):
+            info = await client.info()
+        warnings = check_server(info, allow_eviction)
+        if replicas is not None:
+            warnings += await replication_warnings(client)
+    except BaseException:
+        await client.aclose()
+        raise
+    return warnings

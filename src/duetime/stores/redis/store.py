@@ -40,14 +40,11 @@ from duetime.stores.redis.keys import (
     event_key,
     keyevent_channel,
     parse_lease,
+    shard_wake_channel,
     type_keys,
     wake_channel,
 )
-from duetime.stores.redis.server import (
-    check_server,
-    eviction_problems,
-    replication_warnings,
-)
+from duetime.stores.redis.server import eviction_problems, open_server
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +79,13 @@ class RedisStore:
         self._client: Redis | None = None
         self._scripts: scripts.ScriptRunner | cluster_store.ClusterScriptRunner | None = None
         #: On Redis Cluster, the plain client of the next node, for pub/sub.
-        self._next_node = (
-            cluster_store.node_connector(config.url)
-            if urlsplit(config.url).scheme.lower() in cluster_store.SCHEMES
-            else None
-        )
+        cluster = urlsplit(config.url).scheme.lower() in cluster_store.SCHEMES
+        self._next_node = cluster_store.node_connector(config.url) if cluster else None
         self._keys: dict[str, TypeKeys] = {}
         self._channel = wake_channel(config.namespace)
+        #: The types claimed here (a cluster wakes by type), and a signal of a new one.
+        self._claimed: set[str] = set()
+        self._more_claimed = asyncio.Event()
         self._warnings: list[str] = []
         #: With replicated durability, the WAIT after each write: (replicas, timeout ms).
         self._replicas = (1, REPLICA_WAIT_MS) if config.durability == "replicated" else None
@@ -115,9 +112,15 @@ class RedisStore:
             return self._next_node(**options)
         return connect(self.config.url, **options)
 
+    def _wake(self, task_type: str) -> str:
+        """The wake channel the scripts publish on for ``task_type`` (see the preamble)."""
+        if self._next_node is None:
+            return self._channel
+        return "!" + shard_wake_channel(self.config.namespace, task_type)
+
     def _pubsub_connect(self) -> Redis:
-        # A connection of its own: a subscribed connection can carry nothing else. No
-        # silent retries: a reconnect must be seen, to look again for what was missed.
+        # Its own connection (a subscribed one carries nothing else), without silent
+        # retries: a reconnect must be seen, to look again for what was missed.
         return self._connect(retries=0, health_check_interval=10)
 
     async def open(self) -> None:
@@ -135,15 +138,7 @@ class RedisStore:
             self._client = cast(Redis, cluster)
             return
         client = self._connect()
-        try:
-            async with errors("connect"):
-                info = await client.info()
-            self._warnings = check_server(info, self.config.allow_eviction)
-        except BaseException:
-            await client.aclose()
-            raise
-        if self._replicas is not None:
-            self._warnings += await replication_warnings(client)
+        self._warnings = await open_server(client, config.allow_eviction, self._replicas)
         self._client = client
         self._scripts = scripts.ScriptRunner(client, self._replicas)
 
@@ -199,14 +194,14 @@ class RedisStore:
         if len(tasks) == 1:
             task = tasks[0]
             keys = self._schedule_keys(k, task.due_ms)
-            one = [self._channel, task_type, mode, task.id, task.due_ms, task.record]
+            one = [self._wake(task_type), task_type, mode, task.id, task.due_ms, task.record]
             return [wire.text(t) for t in (await self._run("schedule", keys, one))[1:]]
         # Within one batch the last task of an id wins, as if scheduled one by one.
         unique = list({task.id: task for task in tasks}.values())
         chunks: list[tuple[list[str], list[Any]]] = []
         for start in range(0, len(unique), SCHEDULE_CHUNK):
             chunk = unique[start : start + SCHEDULE_CHUNK]
-            args: list[Any] = [self._channel, task_type, mode]
+            args: list[Any] = [self._wake(task_type), task_type, mode]
             for task in chunk:
                 args += (task.id, task.due_ms, task.record)
             chunks.append((self._schedule_keys(k, min(t.due_ms for t in chunk)), args))
@@ -232,7 +227,7 @@ class RedisStore:
         self, task_type: str, task_id: str, due_ms: int, record: str | None = None
     ) -> bool:
         k = self.keys(task_type)
-        args = [task_id, due_ms, self._channel, task_type, record or ""]
+        args = [task_id, due_ms, self._wake(task_type), task_type, record or ""]
         reply = await self._run("revive", [k.dead, k.due, k.data, k.meta], args)
         return bool(reply[0])
 
@@ -252,6 +247,9 @@ class RedisStore:
         mode = "1" if at_most_once else "0"
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
         reply = await self._run("claim_due", keys, args)
+        if task_type not in self._claimed:  # a type this process runs: to be woken for
+            self._claimed.add(task_type)
+            self._more_claimed.set()
         text, ms = wire.text, wire.ms
         claims = [
             Claim(text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4]))
@@ -268,7 +266,7 @@ class RedisStore:
             # it was given, and the answers are put back in the order of the outcomes.
             done = [o for o in chunk if o.op == "done" and not o.dead_id and o.spawn is None]
             lines = [f"{o.claim.token}|{o.claim.id}" for o in done]
-            args: list[Any] = [now_ms, self._channel, task_type, SETTLE_REPLAY_MS]
+            args: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
             if lines and not any("\n" in line for line in lines):
                 rest = [o for o in chunk if o.op != "done" or o.dead_id or o.spawn is not None]
                 args += ("done*", "\n".join(lines))
@@ -299,7 +297,7 @@ class RedisStore:
 
     async def hasten(self, task_type: str, task_id: str, due_ms: int) -> bool | None:
         k = self.keys(task_type)
-        args = [task_id, due_ms, self._channel, task_type]
+        args = [task_id, due_ms, self._wake(task_type), task_type]
         moved = (await self._run("hasten", [k.due, k.lease], args))[0]
         return None if moved == 2 else bool(moved)
 
@@ -312,7 +310,7 @@ class RedisStore:
         keys = [k.due, k.data, k.dead, k.meta]
         dues: list[int] = []
         for start in range(0, len(entries), SCHEDULE_CHUNK):
-            args: list[Any] = [self._channel, task_type, now_ms, "1" if keep_ttl else "0"]
+            args: list[Any] = [self._wake(task_type), task_type, now_ms, "1" if keep_ttl else "0"]
             for entry in entries[start : start + SCHEDULE_CHUNK]:
                 args += (entry.id, entry.due_ms, entry.record)
             dues += (wire.ms(at) for at in await self._run("put_entry", keys, args))
@@ -342,7 +340,7 @@ class RedisStore:
     ) -> bool:
         k = self.keys(task_type)
         keys = [event_key(k, event), k.due, k.data, k.dead, k.meta]
-        args = [window_ms, self._channel, task_type, task.id, task.due_ms, task.record]
+        args = [window_ms, self._wake(task_type), task_type, task.id, task.due_ms, task.record]
         return bool((await self._run("schedule_event", keys, args))[0])
 
     # -- reads --------------------------------------------------------------------------
@@ -394,4 +392,9 @@ class RedisStore:
     # -- wake-ups -----------------------------------------------------------------------
 
     async def listen(self, on_wake: WakeCallback) -> None:
+        if self._next_node is not None:
+            client = cast(Any, self.client)
+            return await cluster_store.listen_sharded(
+                client, self.config.namespace, self._claimed, self._more_claimed, on_wake
+            )
         await wake.listen(self._pubsub_connect, self._channel, on_wake)
