@@ -324,15 +324,7 @@ async def claim_block(client: aredis.Redis, p: Pending, tag: str, cycles: int) -
         )
         s0 = await command_stats(client)
         t0 = time.perf_counter_ns()
-        batch = await store.claim(
-            TYPE,
-            now_ms=app.clock.now_ms(),
-            limit=CLAIM,
-            lease_ms=LEASE_MS,
-            max_stalls=DEFAULT_MAX_STALLS,
-            at_most_once=False,
-            lookahead_ms=LOOKAHEAD_MS,
-        )
+        batch = await claim(p)
         claim_lat.append((time.perf_counter_ns() - t0) / 1000)
         s1 = await command_stats(client)
         if len(batch.claims) != CLAIM:
@@ -350,20 +342,25 @@ async def claim_block(client: aredis.Redis, p: Pending, tag: str, cycles: int) -
     p.add("settle", settle_lat, settle_srv)
 
 
+async def claim(p: Pending) -> Any:
+    """One claim of up to CLAIM tasks, as a worker makes it."""
+    return await p.store.claim(
+        TYPE,
+        now_ms=p.app.clock.now_ms(),
+        limit=CLAIM,
+        lease_ms=LEASE_MS,
+        max_stalls=DEFAULT_MAX_STALLS,
+        at_most_once=False,
+        lookahead_ms=LOOKAHEAD_MS,
+    )
+
+
 async def empty_block(client: aredis.Redis, p: Pending, calls: int) -> None:
-    app, store, lat = p.app, p.store, []
+    lat: list[float] = []
     before = await command_stats(client)
     for _ in range(calls):
         t0 = time.perf_counter_ns()
-        batch = await store.claim(
-            TYPE,
-            now_ms=app.clock.now_ms(),
-            limit=CLAIM,
-            lease_ms=LEASE_MS,
-            max_stalls=DEFAULT_MAX_STALLS,
-            at_most_once=False,
-            lookahead_ms=LOOKAHEAD_MS,
-        )
+        batch = await claim(p)
         lat.append((time.perf_counter_ns() - t0) / 1000)
         if batch.claims:
             raise RuntimeError(f"{p.namespace}: an empty claim found {len(batch.claims)} tasks")
