@@ -160,9 +160,14 @@ class TaskTypes(dict[str, TaskType]):
             check_name("task_type", name)
             if name not in self:
                 self[name] = TaskType(
-                    name, None, TaskPolicy(), Pacing(), declared=True, partitions=partitions
+                    name,
+                    None,
+                    TaskPolicy(),
+                    Pacing(),
+                    declared=True,
+                    partitions=partitions,
+                    scheduler=self._scheduler,
                 )
-                self[name].scheduler = self._scheduler
 
     def find(self, name: object) -> TaskType:
         """The type ``name``; raises UnknownTaskType (a ValidationError) if there is none."""

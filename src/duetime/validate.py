@@ -17,6 +17,7 @@ from typing import Any
 
 from duetime.clock import MAX_MS, MS, epoch_ms
 from duetime.errors import PayloadError, ValidationError
+from duetime.stores.layout import MAX_PARTITIONS
 
 #: A task type or namespace: a letter, then letters, digits, ``_``, ``.`` or ``-``. Types
 #: go into key names, so braces, colons and spaces are out.
@@ -206,8 +207,6 @@ def encode_payload(payload: object, max_bytes: int) -> str:
 
 def check_partitions(value: object) -> int:
     """Return ``value`` if it is a number of partitions a type may have."""
-    from duetime.stores.layout import MAX_PARTITIONS
-
     if type(value) is not int or not 1 <= value <= MAX_PARTITIONS:
         raise ValidationError(
             "partitions", f"must be an integer from 1 to {MAX_PARTITIONS}, not {value!r}"

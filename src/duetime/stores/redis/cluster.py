@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -100,20 +99,6 @@ def connect_cluster(url: str, **options: Any) -> RedisCluster:
         **url_options,
         **options,
     )
-
-
-def node_connector(url: str) -> Callable[..., Redis]:
-    """A callable that gives, each time, a plain client (with the options it is given) of
-    the next node the URL names: what a pub/sub listener reconnects with."""
-    nodes, url_options = parse_cluster_url(url)
-    turn = itertools.cycle(nodes)
-
-    def connect(**options: Any) -> Redis:
-        options.pop("retries", None)
-        host, port = next(turn)
-        return Redis(host=host, port=port, decode_responses=False, **url_options, **options)
-
-    return connect
 
 
 async def open_cluster(

@@ -78,9 +78,8 @@ class RedisStore:
         self.config = config
         self._client: Redis | None = None
         self._scripts: scripts.ScriptRunner | cluster_store.ClusterScriptRunner | None = None
-        #: On Redis Cluster, the plain client of the next node, for pub/sub.
-        cluster = urlsplit(config.url).scheme.lower() in cluster_store.SCHEMES
-        self._next_node = cluster_store.node_connector(config.url) if cluster else None
+        #: On Redis Cluster: the cluster client, shard channels and per-node key events.
+        self._cluster = urlsplit(config.url).scheme.lower() in cluster_store.SCHEMES
         self._keys: dict[str, TypeKeys] = {}
         self._channel = wake_channel(config.namespace)
         #: The types claimed here (a cluster wakes by type), and a signal of a new one.
@@ -106,28 +105,22 @@ class RedisStore:
             keys = self._keys[task_type] = type_keys(self.config.namespace, task_type)
         return keys
 
-    def _connect(self, **options: Any) -> Redis:
-        """A new client (of the next node, on a cluster): for pub/sub."""
-        if self._next_node is not None:
-            return self._next_node(**options)
-        return connect(self.config.url, **options)
-
     def _wake(self, task_type: str) -> str:
         """The wake channel the scripts publish on for ``task_type`` (see the preamble)."""
-        if self._next_node is None:
+        if not self._cluster:
             return self._channel
         return "!" + shard_wake_channel(self.config.namespace, task_type)
 
     def _pubsub_connect(self) -> Redis:
         # Its own connection (a subscribed one carries nothing else), without silent
         # retries: a reconnect must be seen, to look again for what was missed.
-        return self._connect(retries=0, health_check_interval=10)
+        return connect(self.config.url, retries=0, health_check_interval=10)
 
     async def open(self) -> None:
         if self._client is not None:
             return
         config = self.config
-        if self._next_node is not None:
+        if self._cluster:
             cluster, self._scripts, self._warnings = await cluster_store.open_cluster(
                 config.url,
                 allow_eviction=config.allow_eviction,
@@ -137,7 +130,7 @@ class RedisStore:
             # Duck-typed: the cluster client routes the single-slot commands the store sends.
             self._client = cast(Redis, cluster)
             return
-        client = self._connect()
+        client = connect(config.url)
         self._warnings = await open_server(client, config.allow_eviction, self._replicas)
         self._client = client
         self._scripts = scripts.ScriptRunner(client, self._replicas)
@@ -247,7 +240,7 @@ class RedisStore:
         mode = "1" if at_most_once else "0"
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
         reply = await self._run("claim_due", keys, args)
-        if task_type not in self._claimed:  # a type this process runs: to be woken for
+        if self._cluster and task_type not in self._claimed:  # a type to be woken for
             self._claimed.add(task_type)
             self._more_claimed.set()
         text, ms = wire.text, wire.ms
@@ -324,13 +317,13 @@ class RedisStore:
     # -- key expiry events ------------------------------------------------------------------
 
     async def enable_key_events(self) -> list[str]:
-        if self._next_node is not None:
+        if self._cluster:
             return await cluster_store.enable_key_events(cast(Any, self.client))
         return await keyevents.enable(self.client)
 
     async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
         channel, what = keyevent_channel(db), f"key expiry events of db {db}"
-        if self._next_node is not None:
+        if self._cluster:
             return await cluster_store.key_expiries(cast(Any, self.client), channel, on_key, what)
         on_message = lambda data: on_key(wire.text(data))  # noqa: E731
         await wake.subscribe(self._pubsub_connect, channel, on_message, what=what)
@@ -392,7 +385,7 @@ class RedisStore:
     # -- wake-ups -----------------------------------------------------------------------
 
     async def listen(self, on_wake: WakeCallback) -> None:
-        if self._next_node is not None:
+        if self._cluster:
             client = cast(Any, self.client)
             return await cluster_store.listen_sharded(
                 client, self.config.namespace, self._claimed, self._more_claimed, on_wake
