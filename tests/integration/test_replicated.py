@@ -61,11 +61,19 @@ async def test_cluster_writes_wait_for_a_replica(fresh_redis_cluster: RedisClust
     app = duetime.App(cluster.cluster_url, namespace=namespace, durability="replicated")
     try:
         await _scheduled_and_run(app)
+        store = await app.open()
+        # Each primary is checked, and named.
+        unsafe = [w for w in store.durability_warnings() if "min-replicas-to-write 0" in w]
+        assert len(unsafe) == len(cluster.primaries()), store.durability_warnings()
         primary = cluster.primary_for_key("{" + namespace + ":mail}")
         for replica in cluster.replicas_of(primary.id):
             cluster.kill(replica.port)
         took = await _refused_without_replicas(app)
         assert 1.5 < took < 15
+        later = duetime.App(cluster.cluster_url, namespace=namespace, durability="replicated")
+        alone = [w for w in (await later.open()).durability_warnings() if "no replica" in w]
+        await later.close()
+        assert len(alone) == 1 and f":{primary.port} has no replica" in alone[0], alone
         other = duetime.App(cluster.cluster_url, namespace=namespace)  # local durability
         other.declare("mail")
         await other.schedule("mail", "m3", payload={"to": "c@example.com"})  # still accepted

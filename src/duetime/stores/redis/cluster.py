@@ -32,10 +32,10 @@ from duetime.errors import ConfigError, StoreUnavailable
 from duetime.stores import wire
 from duetime.stores.base import WakeCallback
 from duetime.stores.redis import keyevents, wake
-from duetime.stores.redis.connection import errors
+from duetime.stores.redis.connection import errors, raised_in_driver
 from duetime.stores.redis.keys import shard_wake_channel
 from duetime.stores.redis.scripts import READ_ONLY, SCRIPTS, Script, check_reply
-from duetime.stores.redis.server import check_server, per_node
+from duetime.stores.redis.server import check_server, per_node, replication_problems
 
 log = logging.getLogger(__name__)
 
@@ -119,11 +119,28 @@ async def open_cluster(
         warnings: dict[str, None] = {}
         for info in per_node(infos):
             warnings.update(dict.fromkeys(check_server(info, allow_eviction)))
+        if durability == "replicated":
+            warnings.update(dict.fromkeys(await _replication_warnings(client)))
     except BaseException:
         await client.aclose()
         raise
     replicas = (1, replica_wait_ms) if durability == "replicated" else None
     return client, ClusterScriptRunner(client, replicas), list(warnings)
+
+
+async def _replication_warnings(client: RedisCluster) -> list[str]:
+    """What keeps replicated durability from holding, on each primary."""
+    warnings = []
+    for node in client.get_primaries():
+        async with errors("check replication"):
+            info = await client.info("replication", target_nodes=node)
+            try:
+                found = await client.config_get("min-replicas-to-write", target_nodes=node)
+            except rexc.ResponseError:  # CONFIG refused (a managed Redis)
+                found = {}
+        setting = next(iter(found.values()), None) if found else None
+        warnings += replication_problems(info, setting, node.name)
+    return warnings
 
 
 class ClusterScriptRunner:
@@ -149,8 +166,8 @@ class ClusterScriptRunner:
             try:
                 return check_reply(await self._send(script, keys, values))
             except AttributeError as exc:
-                # redis-py's cluster client closes itself to read the topology again after a
-                # CLUSTERDOWN (a failover), under the calls in flight, which then fail so.
+                if not raised_in_driver(exc):
+                    raise
                 if attempt == CLUSTER_RETRIES:
                     raise StoreUnavailable(f"Redis Cluster unavailable: {exc!r}") from exc
                 await asyncio.sleep(backoff_delay(attempt, 0.02, 1.0))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,20 @@ async def errors(what: str) -> AsyncIterator[None]:
             yield
     except DRIVER_ERRORS as exc:
         raise store_error(exc, what) from exc
+    except AttributeError as exc:
+        if not raised_in_driver(exc):
+            raise
+        raise StoreUnavailable(f"Redis Cluster unavailable during {what}: {exc!r}") from exc
+
+
+def raised_in_driver(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside redis-py: its cluster client closes itself to read
+    the topology again after a CLUSTERDOWN (a failover), under the calls in flight, which
+    then fail with an AttributeError. Anywhere else an AttributeError is a bug, and passes."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and f"{os.sep}redis{os.sep}" in tb.tb_frame.f_code.co_filename
 
 
 def connect(

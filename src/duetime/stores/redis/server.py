@@ -55,31 +55,38 @@ def check_server(info: dict[str, Any], allow_eviction: bool) -> list[str]:
 
 
 async def replication_warnings(client: Redis) -> list[str]:
-    """What keeps replicated durability from holding on this primary: no replica connected,
-    or ``min-replicas-to-write`` at 0 (a primary cut off from its replicas then goes on
-    accepting writes, which a failover loses)."""
-    warnings = []
+    """What keeps replicated durability from holding on this primary (see
+    :func:`replication_problems`)."""
     async with errors("check replication"):
         info = await client.info("replication")
-        if int(info.get("connected_slaves", 0)) < 1:
-            warnings.append(
-                "durability='replicated' but the Redis primary has no replica connected: "
-                "every write fails with StoreUnavailable until one is."
-            )
         try:
             found = await client.config_get("min-replicas-to-write")
         except rexc.ResponseError:  # CONFIG refused (a managed Redis)
             found = {}
-    setting = next(iter(found.values()), None) if found else None
-    if setting is None:
+    return replication_problems(info, next(iter(found.values()), None) if found else None)
+
+
+def replication_problems(info: dict[str, Any], min_replicas: Any, node: str = "") -> list[str]:
+    """What keeps replicated durability from holding on one primary, from its ``INFO
+    replication`` and its ``min-replicas-to-write`` (None when it could not be read): no
+    replica connected, or the setting at 0 (a primary cut off from its replicas then goes on
+    accepting writes, which a failover loses). ``node`` names the primary in a cluster."""
+    primary = f"the Redis primary {node}" if node else "the Redis primary"
+    warnings = []
+    if int(info.get("connected_slaves", 0)) < 1:
         warnings.append(
-            "could not read min-replicas-to-write: make sure the primary has "
+            f"durability='replicated' but {primary} has no replica connected: "
+            "every write to it fails with StoreUnavailable until one is."
+        )
+    if min_replicas is None:
+        warnings.append(
+            f"could not read min-replicas-to-write on {primary}: make sure it has "
             "min-replicas-to-write 1, or a primary cut off from its replicas keeps accepting "
             "writes that a failover loses."
         )
-    elif int(setting) < 1:
+    elif int(min_replicas) < 1:
         warnings.append(
-            "durability='replicated' but the Redis primary has min-replicas-to-write 0: "
+            f"durability='replicated' but {primary} has min-replicas-to-write 0: "
             "cut off from its replicas it keeps accepting writes (they fail here, after "
             "their WAIT, but other clients' may not). Set min-replicas-to-write 1 and "
             "min-replicas-max-lag 10 on the primary and its replicas."
