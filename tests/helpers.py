@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 import duetime
@@ -14,9 +14,14 @@ from duetime.triggers.periodic import Periodic
 
 
 @contextlib.asynccontextmanager
-async def running(app: duetime.App, **options: Any) -> AsyncIterator[duetime.Worker]:
-    """A worker running in this event loop for the duration of the block."""
+async def running(
+    app: duetime.App, *, paused: Sequence[str] = (), **options: Any
+) -> AsyncIterator[duetime.Worker]:
+    """A worker running in this event loop for the duration of the block, with the
+    ``paused`` types paused from the start."""
     worker = app.worker(**options)
+    for task_type in paused:
+        worker.pause(task_type)
     task = asyncio.create_task(worker.run())
     await asyncio.wait_for(worker.started.wait(), 10)
     try:

@@ -29,6 +29,7 @@ from duetime.errors import (
     ValidationError,
 )
 from duetime.model import Backoff, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
+from duetime.monitor import MinuteCounts, TypeHistory, WorkerInfo
 from duetime.sync import SyncClient
 from duetime.tasktype import TaskType
 from duetime.triggers.cron.manage import CronInfo
@@ -36,9 +37,10 @@ from duetime.triggers.expiring.group import ExpiringGroup
 from duetime.triggers.periodic import deep_merge
 from duetime.triggers.poller.events import ErrorEvent, PollerEvents, TaskEvent
 from duetime.triggers.poller.poller import PollContext, Poller
+from duetime.version import VERSION
 from duetime.worker import Listener, Worker, WorkerEvent
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 __all__ = [
     "Abort",
@@ -57,6 +59,7 @@ __all__ = [
     "InvalidTaskConfigurationError",
     "InvalidTaskConfigurationNameError",
     "Listener",
+    "MinuteCounts",
     "ManualClock",
     "NotFound",
     "Pacing",
@@ -78,6 +81,7 @@ __all__ = [
     "Task",
     "TaskEvent",
     "TaskInfo",
+    "TypeHistory",
     "TaskNotFound",
     "TaskPolicy",
     "TaskType",
@@ -86,6 +90,7 @@ __all__ = [
     "ValidationError",
     "Worker",
     "WorkerEvent",
+    "WorkerInfo",
     "deep_merge",
     "__version__",
 ]

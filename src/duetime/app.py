@@ -19,6 +19,7 @@ from duetime.model import (
     Pacing,
     TaskPolicy,
 )
+from duetime.monitor import TypeHistory, WorkerInfo, read_history, read_workers
 from duetime.stores import REDIS_SCHEMES, redact
 from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.triggers.cron import manage as cron
@@ -75,7 +76,7 @@ class App(Client):
         concurrency: int = DEFAULT_CONCURRENCY,
         timeout: timedelta | float | None = DEFAULT_TIMEOUT,
         retries: int | None = None,
-        backoff: Backoff | None = None,
+        backoff: Backoff | timedelta | float | None = None,
         lease: timedelta | float = DEFAULT_LEASE,
         max_stalls: int = DEFAULT_MAX_STALLS,
         delivery: Delivery = "at_least_once",
@@ -148,6 +149,7 @@ class App(Client):
             max_payload_bytes=self.max_payload_bytes,
         )
         self._add(group_type)
+        self.expiring_groups[name] = group
         return group
 
     def poller(
@@ -341,6 +343,20 @@ class App(Client):
         self._check_free(task_type.name)
         self.types[task_type.name] = task_type
         return task_type
+
+    # -- watching -----------------------------------------------------------------------
+
+    async def workers(self) -> list[WorkerInfo]:
+        """The workers of this namespace alive now, on any machine, from their heartbeat
+        records in the store (one lapses 15 s after its worker's last beat)."""
+        return await read_workers(await self.open(), await self.now_ms())
+
+    async def history(self, minutes: int = 60) -> dict[str, TypeHistory]:
+        """What happened to each task type in the last ``minutes`` (1 to 60, the current
+        minute included), per minute, as the workers counted it."""
+        if check_int("minutes", minutes) > 60:
+            raise ValidationError("minutes", "must be 60 or fewer: the store keeps one hour")
+        return await read_history(await self.open(), await self.now_ms(), minutes)
 
     # -- running ------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from duetime.tasktype import TaskType, TaskTypes
 from duetime.triggers.cron import manage as cron
 from duetime.triggers.cron.manage import CronInfo
 from duetime.triggers.cron.policy import Missed, Overlap
+from duetime.triggers.expiring.group import ExpiringGroup
 from duetime.triggers.keyspace import KeyRoute
 from duetime.triggers.named import NamedTriggers
 from duetime.triggers.poller.events import PollerEvents
@@ -69,6 +70,7 @@ class Client:
         #: The pollers (App.poller), and the listeners of their ``task`` and ``error`` events.
         self.pollers = Pollers()
         self.events = PollerEvents()
+        self.expiring_groups: dict[str, ExpiringGroup] = {}  # App.expiring, by name
         self._given_clock = clock
         self._given_store = store
         self._store: Store | None = None

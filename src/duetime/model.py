@@ -51,6 +51,12 @@ class Backoff:
         if not 0 <= self.jitter <= 1:
             raise ValidationError("backoff.jitter", "must be between 0 and 1")
 
+    @classmethod
+    def fixed(cls, wait: timedelta | float) -> Backoff:
+        """The same wait (seconds, or a timedelta) before every retry, without jitter."""
+        wait = as_timedelta("backoff", wait) or timedelta(0)
+        return cls(base=wait, cap=wait, factor=1.0, jitter=0.0)
+
     def delay_ms(self, retry: int) -> int:
         """How long to wait before retry number ``retry`` (1 for the first)."""
         base, cap = duration_ms("base", self.base), duration_ms("cap", self.cap)
@@ -85,6 +91,8 @@ class TaskPolicy:
 
     def __post_init__(self) -> None:
         check_int("concurrency", self.concurrency)
+        if not isinstance(self.backoff, Backoff):
+            raise ValidationError("backoff", "must be a duetime.Backoff, or a number of seconds")
         if self.timeout is not None:
             duration_ms("timeout", self.timeout)
         check_int("retries", self.retries, minimum=0)
@@ -105,24 +113,35 @@ class TaskPolicy:
         concurrency: int = DEFAULT_CONCURRENCY,
         timeout: timedelta | float | None = DEFAULT_TIMEOUT,
         retries: int | None = None,
-        backoff: Backoff | None = None,
+        backoff: Backoff | timedelta | float | None = None,
         lease: timedelta | float = DEFAULT_LEASE,
         max_stalls: int = DEFAULT_MAX_STALLS,
         delivery: Delivery = "at_least_once",
     ) -> TaskPolicy:
-        """The policy of ``@app.task``'s options: numbers are seconds, and ``retries``
-        defaults to 3, or 0 with at-most-once delivery."""
+        """The policy of ``@app.task``'s options: numbers are seconds (a number or timedelta
+        as ``backoff`` is the same wait before every retry), and ``retries`` defaults to 3,
+        or 0 with at-most-once delivery."""
         if retries is None:
             retries = 0 if delivery == "at_most_once" else DEFAULT_RETRIES
         return cls(
             concurrency=concurrency,
             timeout=as_timedelta("timeout", timeout),
             retries=retries,
-            backoff=backoff or Backoff(),
+            backoff=_backoff(backoff),
             lease=as_timedelta("lease", lease) or DEFAULT_LEASE,
             max_stalls=max_stalls,
             delivery=delivery,
         )
+
+
+def _backoff(given: Backoff | timedelta | float | None) -> Backoff:
+    if given is None:
+        return Backoff()
+    if isinstance(given, Backoff):
+        return given
+    if isinstance(given, timedelta | int | float) and not isinstance(given, bool):
+        return Backoff.fixed(given)
+    raise ValidationError("backoff", "must be a duetime.Backoff, or a number of seconds")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -68,3 +68,25 @@ async def test_a_type_schedules_through_its_app() -> None:
     assert calls == [("t", "a", {"at": at})]
     with pytest.raises(TypeError, match="belongs to no app"):
         await TaskType("x", None, TaskPolicy(), Pacing()).schedule("a")
+
+
+@pytest.mark.parametrize("given", [0.05, timedelta(milliseconds=50)])
+def test_a_number_or_timedelta_as_backoff_is_the_same_wait_before_every_retry(
+    given: float | timedelta,
+) -> None:
+    app = duetime.App("sqlite:///unused.db")
+
+    @app.task("mail", backoff=given)
+    async def mail(payload: object) -> None: ...
+
+    backoff = app.task_type("mail").policy.backoff
+    assert [backoff.delay_ms(n) for n in (1, 2, 5)] == [50, 50, 50]
+
+
+@pytest.mark.parametrize("given", ["1s", True, [1]])
+def test_a_backoff_of_another_kind_is_refused_at_registration(given: object) -> None:
+    app = duetime.App("sqlite:///unused.db")
+    with pytest.raises(duetime.ValidationError, match="backoff"):
+
+        @app.task("mail", backoff=given)  # type: ignore[arg-type]
+        async def mail(payload: object) -> None: ...

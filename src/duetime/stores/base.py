@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol
 
+from duetime.stores.telemetry import Telemetry
+
 State = Literal["due", "running", "dead"]
 STATES: tuple[State, ...] = ("due", "running", "dead")
 Op = Literal["done", "next", "retry", "dead", "release"]
@@ -106,7 +108,14 @@ class StoredTask:
 
 
 class Store(Protocol):
-    """Where tasks live. Each method states what it does atomically."""
+    """Where tasks live. Each method states what it does atomically.
+
+    Attributes:
+        telemetry: the workers' heartbeats and per-minute counts (for watching, not for
+            running tasks).
+    """
+
+    telemetry: Telemetry
 
     async def open(self) -> None:
         """Connect, check the server and prepare what the store needs.

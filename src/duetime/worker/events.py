@@ -9,9 +9,13 @@ return quickly and never block; one that raises is logged and the worker goes on
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+if TYPE_CHECKING:
+    from duetime.clock import Clock
+    from duetime.stores.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +88,15 @@ class Listener:
     def settled(self, event: WorkerEvent) -> None:
         """The store holds the outcome of a run (done, next, retry or dead letter): the
         task no longer runs here. Called after the event of the outcome itself."""
+
+    def loops(self, store: Store, clock: Clock) -> list[Coroutine[Any, Any, None]]:
+        """Work of the listener's own while the worker runs, each cancelled when it stops
+        (a heartbeat, a flush of what was counted)."""
+        return []
+
+    async def finish(self, store: Store, clock: Clock) -> None:
+        """Called once the worker stopped claiming, its handlers ended and their outcomes
+        are written; an exception is logged."""
 
 
 class Events:

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from duetime.clock import Clock
 from duetime.stores.base import Store
 from duetime.triggers.poller.poller import Poller
 from duetime.triggers.poller.tick import tick_type
@@ -58,7 +59,7 @@ class Hastener(Listener):
             poller.freed = True
         self._wanted[poller.name].set()
 
-    def loops(self) -> list[Coroutine[Any, Any, None]]:
+    def loops(self, store: Store, clock: Clock) -> list[Coroutine[Any, Any, None]]:
         """One loop per poller that brings its task forward as instructions end, until
         cancelled: each a task of the worker's own, so that a cancellation a store call
         swallowed is sent again (see ``worker._cancel_until_done``)."""

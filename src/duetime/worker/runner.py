@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from duetime.clock import Clock
@@ -54,6 +55,7 @@ class TypeRunner:
     paused: bool = False
     stopping: bool = False
     waiting_for_slot: bool = False
+    last_claim_ms: int | None = None  # when a claim last brought tasks (store clock)
 
     def __post_init__(self) -> None:
         policy = self.task_type.policy
@@ -74,6 +76,16 @@ class TypeRunner:
                 await self.signal.wait()
         except TimeoutError:
             pass
+
+    def _claimed(self, claims: Sequence[Claim], now_ms: int) -> None:
+        self.last_claim_ms = now_ms
+        if self.events.wants("claimed"):
+            for claim in claims:
+                lateness = now_ms - claim.due_ms
+                event = WorkerEvent(
+                    "claimed", self.name, claim.id, claim.due_ms, lateness_ms=lateness
+                )
+                self.events.emit(event)
 
     async def claim_loop(self, store: Store) -> None:
         task_type, clock = self.task_type, self.clock
@@ -113,17 +125,8 @@ class TypeRunner:
             errors = 0
             if batch.reaped:
                 log.info("%s: %d expired leases reaped", task_type.name, batch.reaped)
-            if self.events.wants("claimed"):
-                for claim in batch.claims:
-                    self.events.emit(
-                        WorkerEvent(
-                            "claimed",
-                            task_type.name,
-                            claim.id,
-                            claim.due_ms,
-                            lateness_ms=now_ms - claim.due_ms,
-                        )
-                    )
+            if batch.claims:
+                self._claimed(batch.claims, now_ms)
             for claim in batch.claims:
                 self.start(loop, claim, early=claim.due_ms > now_ms)
             if len(batch.claims) == limit:

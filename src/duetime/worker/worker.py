@@ -8,6 +8,7 @@ one upkeep loop, all in one task group.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -17,9 +18,12 @@ from duetime.clock import RESAMPLE_SECONDS, Clock, StoreClock
 from duetime.errors import UnknownTaskType, ValidationError
 from duetime.stores.base import Store
 from duetime.triggers.keyspace import KeyEvents
+from duetime.version import VERSION
+from duetime.worker.counting import MinuteCounter
 from duetime.worker.events import Events, Listener
 from duetime.worker.executor import Executor
 from duetime.worker.failures import log_store_failure
+from duetime.worker.heartbeat import Heartbeat
 from duetime.worker.leases import renew_loop
 from duetime.worker.outbox import Outbox
 from duetime.worker.pollers import Hastener
@@ -46,6 +50,8 @@ class Worker:
         grace: seconds running handlers get to finish after :meth:`stop`.
         listeners: :class:`~duetime.Listener` objects told of each claim, run, retry,
             dead letter and missed tick.
+        monitored: keep a heartbeat record and per-minute counts in the store, for
+            ``duetime workers``, ``duetime stats`` and the dashboard (:mod:`duetime.monitor`).
     """
 
     def __init__(
@@ -55,6 +61,7 @@ class Worker:
         *,
         grace: float = DEFAULT_GRACE_SECONDS,
         listeners: Iterable[Listener] = (),
+        monitored: bool = True,
     ) -> None:
         self.app = app
         names = (
@@ -67,7 +74,10 @@ class Worker:
             raise ValidationError("types", "no task type with a handler to run")
         hastened = [p for p in app.pollers.by_name.values() if p.handler_type and p.name in names]
         self._hastener = Hastener(hastened, app.open, lambda: app.clock.now_ms())
-        self.events = Events([*listeners, self._hastener] if hastened else listeners)
+        #: This worker's heartbeat record in the store.
+        self.heartbeat = Heartbeat(names, self._state, app.namespace, VERSION)
+        own: list[Listener] = [self.heartbeat, MinuteCounter()] if monitored else []
+        self.events = Events([*listeners, *own, *([self._hastener] if hastened else [])])
         self._runners: dict[str, TypeRunner] = {}
         for name in names:
             task_type = app.task_type(name)
@@ -111,6 +121,12 @@ class Worker:
     def running(self) -> dict[str, int]:
         """How many handlers of each type are running now."""
         return {name: r.running for name, r in self._runners.items()}
+
+    def _state(self) -> tuple[dict[str, int], int | None]:
+        """What the heartbeat tells: handlers running by type, when a claim last brought
+        tasks."""
+        claims = [r.last_claim_ms for r in self._runners.values() if r.last_claim_ms]
+        return self.running, max(claims, default=None)
 
     # -- main ---------------------------------------------------------------------------
 
@@ -159,13 +175,20 @@ class Worker:
                 ]
                 if key_routes:
                     helpers.append(group.create_task(KeyEvents(key_routes, store, clock).run()))
-                helpers += (group.create_task(loop) for loop in self._hastener.loops())
+                helpers += (
+                    group.create_task(loop)
+                    for listener in self.events.listeners
+                    for loop in listener.loops(store, clock)
+                )
                 loops = [group.create_task(r.claim_loop(store)) for r in runners]
                 self.started.set()
                 await asyncio.gather(*loops)
                 await self._drain()
                 await outbox.final_flush(store)
                 await _cancel_until_done(helpers)
+                for listener in self.events.listeners:
+                    finish = functools.partial(_finished, listener, store, clock)
+                    await _log_problems(finish, "finish the worker's records")
         finally:
             app.pollers.workers_running -= 1
             if pool is not None:
@@ -205,6 +228,11 @@ async def _log_problems(check: Callable[[], Awaitable[list[str]]], what: str) ->
         return
     for problem in problems:
         log.error("%s", problem)
+
+
+async def _finished(listener: Listener, store: Store, clock: Clock) -> list[str]:
+    await listener.finish(store, clock)
+    return []
 
 
 async def _upkeep_loop(store: Store, clock: Clock) -> None:

@@ -25,6 +25,10 @@ Redis Cluster slot and one script may touch them all::
                                       the event make one task
 
     duetime:{ns}:crons          HASH  cron schedule name -> the task type it lives in
+    duetime:{ns}:workers        HASH  worker id -> its heartbeat record (JSON)
+    duetime:{ns}:workers:until  ZSET  worker id -> when its record lapses (ms)
+    duetime:{ns}:minute:<ms>    HASH  "<what>:<type>" -> count, for the minute starting
+                                      at <ms>; expires an hour later
 
     duetime:{ns}:wake           pub/sub channel: "<type> <due ms>" when a task becomes
                                 the earliest of its type
@@ -81,6 +85,16 @@ def keyevent_channel(db: int) -> str:
 def cron_index(namespace: str) -> str:
     """The hash of the namespace's cron schedule names and their task types."""
     return f"{PREFIX}:{{{namespace}}}:crons"
+
+
+def worker_keys(namespace: str) -> list[str]:
+    """The hash of the namespace's worker records and the sorted set of when each lapses."""
+    return [f"{PREFIX}:{{{namespace}}}:workers", f"{PREFIX}:{{{namespace}}}:workers:until"]
+
+
+def minute_key(namespace: str, minute_ms: int) -> str:
+    """The hash of the namespace's counts for the minute starting at ``minute_ms``."""
+    return f"{PREFIX}:{{{namespace}}}:minute:{minute_ms}"
 
 
 def wake_channel(namespace: str) -> str:

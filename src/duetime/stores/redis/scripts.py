@@ -51,10 +51,14 @@ NAMES = (
     "schedule_event",
     "hasten",
     "active_ids",
+    "beat",
+    "live_workers",
+    "add_counts",
+    "read_counts",
 )
 
 #: The scripts that only read: no WAIT follows them.
-READ_ONLY = frozenset({"inspect_task", "active_ids"})
+READ_ONLY = frozenset({"inspect_task", "active_ids", "live_workers", "read_counts"})
 #: What each negative code means. -3 carries the server's own error (out of memory, say).
 CODES = {-1: "a key holds a value of another type", -2: "bad arguments", -3: "the server refused"}
 #: A call that meets a dropped or refused connection is sent again this many times, after

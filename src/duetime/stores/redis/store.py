@@ -45,6 +45,8 @@ from duetime.stores.redis.keys import (
     wake_channel,
 )
 from duetime.stores.redis.server import eviction_problems, open_server
+from duetime.stores.redis.telemetry import RedisTelemetry
+from duetime.stores.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +92,7 @@ class RedisStore:
         self._replicas = (1, REPLICA_WAIT_MS) if config.durability == "replicated" else None
         # The server's clock as time_ms() last read it (unsynced until then).
         self._server_clock = StoreClock(self.time_ms)
+        self.telemetry: Telemetry = RedisTelemetry(config.namespace, self._run)
 
     # -- connection ---------------------------------------------------------------------
 

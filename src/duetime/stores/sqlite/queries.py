@@ -50,6 +50,12 @@ class Queries:
     schedule_name_owner: str
     remove_schedule_name: str
     schedule_names: str
+    beat: str
+    forget_workers: str
+    live_workers: str
+    add_count: str
+    drop_counts: str
+    read_counts: str
 
 
 def _load() -> Queries:

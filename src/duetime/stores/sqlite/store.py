@@ -22,6 +22,8 @@ from duetime.stores.base import (
 from duetime.stores.sqlite import leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database, map_error
+from duetime.stores.sqlite.telemetry import SqliteTelemetry
+from duetime.stores.telemetry import Telemetry
 
 __all__ = ["SqliteConfig", "SqliteStore", "parse_sqlite_url"]
 
@@ -57,6 +59,7 @@ class SqliteStore:
         self._queues = ops.Queues(config.namespace)
         self._warnings: list[str] = []
         self._opening = asyncio.Lock()
+        self.telemetry: Telemetry = SqliteTelemetry(config.namespace, self._write, self._read)
 
     # -- lifecycle ----------------------------------------------------------------------
 

@@ -1,0 +1,134 @@
+"""Live workers and the last hour's counts, as a user reads them with ``App.workers()`` and
+``App.history()``: from another App than the workers', on Redis and SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+import duetime
+from duetime.monitor.presence import LAPSE_SECONDS
+from tests.faults.harness import Workers
+from tests.helpers import eventually, running
+from tests.servers import RedisServer
+
+
+@pytest.fixture(params=["redis", "sqlite"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        return server.url
+    return f"sqlite:///{tmp_path / 'duetime.db'}"
+
+
+async def test_a_running_worker_is_listed_with_what_it_runs_and_gone_when_it_stops(
+    url: str, namespace: str
+) -> None:
+    app = duetime.App(url, namespace=namespace)
+    release = asyncio.Event()
+
+    @app.task("mail")
+    async def mail(payload: object) -> None:
+        await release.wait()
+
+    @app.task("report")
+    async def report(payload: object) -> None: ...
+
+    watcher = duetime.App(url, namespace=namespace)
+    try:
+        assert await watcher.workers() == []
+        await app.schedule("mail", "m1")
+        async with running(app) as worker:
+            await eventually(lambda: worker.running["mail"] == 1)
+
+            async def listed() -> bool:
+                found = await watcher.workers()
+                return len(found) == 1 and found[0].running.get("mail") == 1
+
+            await eventually(listed, within=10, what="the worker listed, running one mail")
+            (info,) = await watcher.workers()
+            assert info.id == worker.heartbeat.id
+            assert (info.host, info.pid) == (socket.gethostname(), os.getpid())
+            assert info.types == ("mail", "report")
+            assert info.namespace == namespace and info.version == duetime.__version__
+            assert info.last_claim is not None and info.started <= info.last_claim <= info.seen
+            release.set()
+        assert await watcher.workers() == []  # a worker that stops leaves at once
+    finally:
+        await watcher.close()
+        await app.close()
+
+
+async def test_history_counts_what_ran_failed_retried_and_died(url: str, namespace: str) -> None:
+    app = duetime.App(url, namespace=namespace)
+    runs: dict[str, int] = {}
+
+    @app.task("mail", retries=1, backoff=0.05)
+    async def mail(payload: dict[str, str]) -> None:
+        runs[payload["id"]] = runs.get(payload["id"], 0) + 1
+        if payload["id"].startswith("bad"):
+            raise RuntimeError("no")
+        if payload["id"] == "flaky" and runs["flaky"] == 1:
+            raise RuntimeError("once")
+
+    watcher = duetime.App(url, namespace=namespace)
+    try:
+        ids = ["ok1", "ok2", "ok3", "flaky", "bad"]
+        for task_id in ids:
+            await app.schedule("mail", task_id, payload={"id": task_id})
+        async with running(app):
+            await eventually(lambda: runs.get("bad") == 2 and runs.get("flaky") == 2, within=10)
+            await asyncio.sleep(0.2)  # the last outcomes settled
+        # The worker added its counts as it stopped.
+        history = await watcher.history(minutes=5)
+        mail_history = history["mail"]
+        assert len(mail_history.minutes) == 5
+        assert mail_history.total("fired") == 7  # 3 ok, flaky twice, bad twice
+        assert mail_history.total("succeeded") == 4
+        assert mail_history.total("failed") == 3
+        assert mail_history.total("retried") == 2
+        assert mail_history.total("dead_lettered") == 1
+        assert sum(sum(m.lateness.values()) for m in mail_history.minutes) == 7
+        assert mail_history.lateness_quantile(0.5) is not None
+        with pytest.raises(duetime.ValidationError, match="minutes"):
+            await watcher.history(minutes=61)
+    finally:
+        await watcher.close()
+        await app.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(90)
+async def test_a_killed_worker_lapses_from_the_list(
+    redis_server: RedisServer, namespace: str, tmp_path: Path
+) -> None:
+    workers = Workers(tmp_path)
+    watcher = duetime.App(redis_server.url, namespace=namespace)
+    try:
+        proc = workers.start(redis_server.url, namespace)
+        proc.wait_ready()
+
+        async def pids() -> set[int]:
+            return {w.pid for w in await watcher.workers()}
+
+        await eventually(lambda: _has(pids(), proc.pid), within=10, what="the worker listed")
+        await asyncio.to_thread(proc.kill)
+        took = await eventually(
+            lambda: _lacks(pids(), proc.pid), within=LAPSE_SECONDS + 10, what="lapsed"
+        )
+        assert took > LAPSE_SECONDS - 6  # lapsed, not removed: it had no chance to leave
+    finally:
+        workers.cleanup()
+        await watcher.close()
+
+
+async def _has(found: asyncio.Future[set[int]] | object, pid: int) -> bool:
+    return pid in await found  # type: ignore[misc]
+
+
+async def _lacks(found: asyncio.Future[set[int]] | object, pid: int) -> bool:
+    return pid not in await found  # type: ignore[misc]
