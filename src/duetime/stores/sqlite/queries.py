@@ -50,6 +50,7 @@ class Queries:
     schedule_name_owner: str
     remove_schedule_name: str
     schedule_names: str
+    task_types: str
 
 
 def _load() -> Queries:
