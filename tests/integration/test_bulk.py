@@ -50,7 +50,9 @@ async def test_every_dead_task_is_retried_with_progress(app: duetime.App) -> Non
 
 async def test_every_dead_task_of_a_partitioned_type_is_cancelled(app: duetime.App) -> None:
     await make_dead(app, "split", 1000)
-    await app.schedule_many(duetime.Task("split", f"w{n}", delay=3600) for n in range(50))
+    await app.schedule_many(
+        duetime.Task("split", f"w{n}", delay=timedelta(hours=1)) for n in range(50)
+    )
 
     assert await bulk.cancel_all(app, "split", "dead") == 1000
     assert await app.counts("split") == {"due": 50, "running": 0, "dead": 0}
