@@ -20,6 +20,7 @@ from duetime import discover
 from duetime.app import App
 from duetime.cli_output import BadUsage, NotFoundExit
 from duetime.errors import DuetimeError, NotFound, ValidationError
+from duetime.stores import open_store
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -142,6 +143,7 @@ class Target:
             raise click.UsageError("no store: give MODULE:APP, or --url URL (or set DUETIME_URL)")
         try:
             app = App(url, namespace=namespace or "default")
+            open_store(app.url, namespace=app.namespace)  # the URL checked, not connected
         except DuetimeError as exc:
             raise click.BadParameter(str(exc), param_hint="--url/--namespace") from None
         return cls(app, True, as_json)
