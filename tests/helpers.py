@@ -10,6 +10,7 @@ from typing import Any
 
 import duetime
 from duetime.record import Record
+from duetime.stores.base import Outcome
 from duetime.triggers.periodic import Periodic
 
 
@@ -77,3 +78,27 @@ async def is_gone(app: duetime.App, task_type: str, task_id: str) -> bool:
 async def count_is(app: duetime.App, task_type: str, state: str, n: int) -> bool:
     """Whether ``n`` tasks of the type are in ``state``."""
     return (await app.counts(task_type))[state] == n  # type: ignore[index]
+
+
+async def make_dead(app: duetime.App, task_type: str, n: int, *, prefix: str = "d") -> None:
+    """``n`` dead tasks of the type, ids ``<prefix><k>``, killed as a worker kills a task
+    whose handler failed its last attempt: claimed, then settled as dead (one call per 500,
+    where a worker running a failing handler would take seconds for thousands)."""
+    await app.schedule_many(duetime.Task(task_type, f"{prefix}{k}") for k in range(n))
+    store = await app.open()
+    killed = 0
+    while killed < n:
+        batch = await store.claim(
+            task_type,
+            now_ms=await app.now_ms(),
+            limit=500,
+            lease_ms=60_000,
+            max_stalls=0,
+            at_most_once=False,
+        )
+        assert batch.claims, f"only {killed} of {n} tasks could be claimed"
+        outcomes = [
+            Outcome("dead", c, record=c.record, error="RuntimeError: refused") for c in batch.claims
+        ]
+        assert all(await store.settle(task_type, outcomes, await app.now_ms()))
+        killed += len(batch.claims)

@@ -1,86 +1,49 @@
-"""The ``duetime`` command: run a worker, and look at or change tasks from a shell."""
+"""The ``duetime`` command: run a worker, and look at or change tasks from a shell.
+
+Every command but ``worker`` works on the app a module names (``MODULE:APP``) or on a store
+URL alone (``--url``); see :mod:`duetime.cli_app`. Exit codes: see
+:mod:`duetime.cli_output`.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import importlib
 import json
 import logging
-import os
-import sys
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
 
 import click
 
-from duetime.app import App
-from duetime.errors import DuetimeError
+from duetime import bulk
+from duetime.cli_app import AppCommand, Target, load_app, target_options
+from duetime.cli_output import (
+    NotFoundExit,
+    cron_doc,
+    cron_lines,
+    echo,
+    emit,
+    progress_bar,
+    task_doc,
+    task_line,
+    times,
+    when,
+)
+from duetime.errors import DuetimeError, ScheduleNotFound
 from duetime.model import TaskInfo
 from duetime.stores.base import STATES, State
-
-T = TypeVar("T")
-
-
-def load_app(target: str) -> App:
-    """The App named by ``module:attribute``, imported from the working directory.
-
-    This is the one place duetime imports code by name, and the name comes from the
-    command line, never from stored data.
-    """
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise click.BadParameter(f"{target!r}: expected module:attribute, e.g. myproject.tasks:app")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise click.BadParameter(f"cannot import {module_name!r}: {exc}") from None
-    app = getattr(module, attribute, None)
-    if not isinstance(app, App):
-        raise click.BadParameter(f"{target!r} is not a duetime.App")
-    return app
-
-
-def _run(app: App, call: Callable[[], Awaitable[T]]) -> T:
-    async def main() -> T:
-        try:
-            return await call()
-        finally:
-            await app.close()
-
-    try:
-        return asyncio.run(main())
-    except DuetimeError as exc:
-        raise click.ClickException(str(exc)) from None
-
-
-def echo(text: str) -> None:
-    """Print a line; text read from the store that UTF-8 cannot carry (an id or error with
-    bytes that are not UTF-8) is written with escapes rather than failing the command."""
-    click.echo(text.encode("utf-8", "backslashreplace").decode())
-
-
-def _when(moment: datetime | None) -> str:
-    return "-" if moment is None else moment.astimezone(UTC).isoformat(timespec="milliseconds")
-
-
-def _row(info: TaskInfo) -> str:
-    error = f"  error: {info.error}" if info.error else ""
-    return f"{info.task_id}\t{info.state}\t{_when(info.due)}\tattempts {info.attempts}{error}"
-
+from duetime.triggers.cron.manage import CronInfo
 
 app_argument = click.argument("app_path", metavar="MODULE:APP")
 
 
-def task_arguments(command: Callable[..., None]) -> Callable[..., None]:
-    """MODULE:APP TASK_TYPE TASK_ID, the arguments of the commands about one task."""
-    for argument in reversed(
-        (app_argument, click.argument("task_type"), click.argument("task_id"))
-    ):
-        command = argument(command)
-    return command
+def app_command(name: str | None = None) -> Callable[[Callable[..., None]], click.Command]:
+    """A command of ``main`` on an app or a store URL, with ``--json``."""
+
+    def make(fn: Callable[..., None]) -> click.Command:
+        return main.command(name=name, cls=AppCommand)(target_options(fn))
+
+    return make
 
 
 @click.group()
@@ -156,131 +119,226 @@ def task_fields(
         raise click.BadParameter(str(exc)) from None
 
 
-@main.command()
-@app_argument
+# -- one task -------------------------------------------------------------------------------
+
+
+@app_command()
 @click.argument("task_type")
 @click.argument("task_id")
 @task_options
-def schedule(app_path: str, task_type: str, task_id: str, **options: Any) -> None:
+def schedule(task_type: str, task_id: str, **options: Any) -> None:
     """Schedule (or move) a task."""
-    app = load_app(app_path)
+    target = Target.resolve(*_target(options))
     fields = task_fields(**options)
-    due = _run(app, lambda: app.schedule(task_type, task_id, **fields))
-    echo(f"{task_type}/{task_id} due {_when(due)}")
+
+    async def call() -> datetime:
+        await target.adopt(task_type)
+        return await target.app.schedule(task_type, task_id, **fields)
+
+    due = target.run(call)
+    if target.as_json:
+        emit({"type": task_type, "id": task_id, **times("due", due)})
+    else:
+        echo(f"{task_type}/{task_id} due {when(due)}")
 
 
-@main.command()
-@app_argument
+@app_command()
 @click.argument("task_type")
 @task_options
-def submit(app_path: str, task_type: str, **options: Any) -> None:
+def submit(task_type: str, **options: Any) -> None:
     """Schedule a new task under an id duetime picks; print the id."""
-    app = load_app(app_path)
+    target = Target.resolve(*_target(options))
     fields = task_fields(**options)
-    echo(_run(app, lambda: app.submit(task_type, **fields)))
+
+    async def call() -> str:
+        await target.adopt(task_type)
+        return await target.app.submit(task_type, **fields)
+
+    task_id = target.run(call)
+    if target.as_json:
+        emit({"type": task_type, "id": task_id})
+    else:
+        echo(task_id)
 
 
-@main.command(name="ls")
-@app_argument
+@app_command()
+@click.argument("task_type")
+@click.argument("task_id")
+def show(task_type: str, task_id: str, **options: Any) -> None:
+    """Show one task with its payload (as JSON; exit code 3 when there is none)."""
+    target = Target.resolve(*_target(options))
+
+    async def call() -> TaskInfo | None:
+        await target.adopt(task_type)
+        return await target.app.get(task_type, task_id)
+
+    info = target.run(call)
+    if info is None:
+        raise NotFoundExit(f"no task {task_type}/{task_id}")
+    emit(task_doc(info), indent=None if target.as_json else 2)
+
+
+@app_command()
+@click.argument("task_type")
+@click.argument("task_id", required=False)
+@click.option("--all", "every", is_flag=True, help="Cancel every task of the type in --state.")
+@click.option("--state", type=click.Choice(STATES), help="With --all: the state to empty.")
+def cancel(
+    task_type: str, task_id: str | None, every: bool, state: str | None, **options: Any
+) -> None:
+    """Cancel a task, whatever its state; or with --all, every task of the type in --state
+    (running handlers finish, but their tasks are neither retried nor rescheduled)."""
+    if every and not state:
+        raise click.UsageError("--all needs --state due, running or dead")
+    _one_or_all(task_id, every, state)
+    target = Target.resolve(*_target(options))
+    if task_id is None:
+        return _bulk(target, task_type, "cancel", state)  # type: ignore[arg-type]
+
+    async def call() -> bool:
+        await target.adopt(task_type)
+        return await target.app.cancel(task_type, task_id)
+
+    if not target.run(call):
+        raise NotFoundExit(f"no task {task_type}/{task_id}")
+    if target.as_json:
+        emit({"type": task_type, "id": task_id, "cancelled": True})
+    else:
+        echo(f"cancelled {task_type}/{task_id}")
+
+
+@app_command()
+@click.argument("task_type")
+@click.argument("task_id", required=False)
+@click.option("--all", "every", is_flag=True, help="Retry every dead task of the type.")
+def retry(task_type: str, task_id: str | None, every: bool, **options: Any) -> None:
+    """Run a dead task again, now; or with --all, every dead task of the type."""
+    _one_or_all(task_id, every, None)
+    target = Target.resolve(*_target(options))
+    if task_id is None:
+        return _bulk(target, task_type, "retry", "dead")
+
+    async def call() -> datetime:
+        await target.adopt(task_type)
+        return await target.app.retry(task_type, task_id)
+
+    due = target.run(call)
+    if target.as_json:
+        emit({"type": task_type, "id": task_id, **times("due", due)})
+    else:
+        echo(f"{task_type}/{task_id} due again {when(due)}")
+
+
+def _target(options: dict[str, Any]) -> tuple[Any, ...]:
+    """The target options, taken out of a command's ``options``."""
+    return tuple(options.pop(name) for name in ("app_path", "url", "namespace", "as_json"))
+
+
+def _one_or_all(task_id: str | None, every: bool, state: str | None) -> None:
+    if every == (task_id is not None):
+        raise click.UsageError("give a TASK_ID or --all, not both" if every else "missing TASK_ID")
+    if state and not every:
+        raise click.UsageError("--state goes with --all")
+
+
+def _bulk(target: Target, task_type: str, action: str, state: State) -> None:
+    """``retry --all`` and ``cancel --all``: a progress bar on long runs, then the count."""
+    with progress_bar(f"{action} {task_type} ({state})", quiet=target.as_json) as progress:
+
+        async def call() -> int:
+            await target.adopt(task_type)
+            if action == "retry":
+                return await bulk.retry_all(target.app, task_type, progress=progress)
+            return await bulk.cancel_all(target.app, task_type, state, progress=progress)
+
+        done = target.run(call)
+    if target.as_json:
+        emit({"type": task_type, "state": state, "action": action, "count": done})
+    else:
+        verb = "retried" if action == "retry" else "cancelled"
+        echo(f"{verb} {done} {state} {task_type} task{'s' if done != 1 else ''}")
+
+
+# -- listings -------------------------------------------------------------------------------
+
+
+@app_command(name="ls")
 @click.argument("task_type", required=False)
 @click.option("--state", type=click.Choice(STATES), default="due", show_default=True)
-@click.option("--limit", default=50, show_default=True)
-def list_tasks(app_path: str, task_type: str | None, state: str, limit: int) -> None:
-    """List tasks of one type (or of every type the app knows) in a state, earliest first."""
-    app = load_app(app_path)
-    names = [task_type] if task_type else sorted(app.types)
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+def list_tasks(task_type: str | None, state: State, limit: int, **options: Any) -> None:
+    """List tasks of one type (or of every type: the app's, or with --url those the store
+    holds) in a state, earliest first: at most --limit per type."""
+    target = Target.resolve(*_target(options))
 
-    async def collect() -> list[tuple[str, list[TaskInfo]]]:
-        return [(name, await app.list(name, state, limit=limit)) for name in names]  # type: ignore[arg-type]
+    async def collect() -> list[TaskInfo]:
+        if task_type:
+            await target.adopt(task_type)
+        names = [task_type] if task_type else await target.all_types()
+        return [t for name in names for t in await target.app.list(name, state, limit=limit)]
 
-    for name, rows in _run(app, collect):
-        for info in rows:
-            echo(f"{name}\t{_row(info)}")
+    rows = target.run(collect)
+    if target.as_json:
+        emit([task_doc(info) for info in rows])
+    for info in [] if target.as_json else rows:
+        echo(task_line(info))
 
 
-@main.command()
-@app_argument
-def stats(app_path: str) -> None:
+@app_command()
+def stats(**options: Any) -> None:
     """How many tasks of each type are due, running and dead."""
-    app = load_app(app_path)
+    target = Target.resolve(*_target(options))
 
     async def collect() -> list[tuple[str, dict[State, int]]]:
-        return [(name, await app.counts(name)) for name in sorted(app.types)]
+        return [(name, await target.app.counts(name)) for name in await target.all_types()]
 
+    rows = target.run(collect)
+    if target.as_json:
+        emit([{"type": name, **counts} for name, counts in rows])
+        return
     click.echo("type\tdue\trunning\tdead")
-    for name, counts in _run(app, collect):
-        click.echo(f"{name}\t{counts['due']}\t{counts['running']}\t{counts['dead']}")
+    for name, counts in rows:
+        echo(f"{name}\t{counts['due']}\t{counts['running']}\t{counts['dead']}")
 
 
-@main.command()
-@task_arguments
-def show(app_path: str, task_type: str, task_id: str) -> None:
-    """Show one task with its payload."""
-    app = load_app(app_path)
-    info = _run(app, lambda: app.get(task_type, task_id))
-    if info is None:
-        raise click.ClickException(f"no task {task_type}/{task_id}")
-    doc: dict[str, Any] = {
-        "type": info.task_type,
-        "id": info.task_id,
-        "state": info.state,
-        "due": _when(info.due),
-        "attempts": info.attempts,
-        "error": info.error,
-        "every_s": None if info.every is None else info.every.total_seconds(),
-        "until": None if info.until is None else _when(info.until),
-        "lease_expires": None if info.lease_expires is None else _when(info.lease_expires),
-        "payload": info.payload,
-    }
-    echo(json.dumps(doc, indent=2, ensure_ascii=False))
+@app_command(name="cron")
+@click.argument("name", required=False)
+@click.option(
+    "--next",
+    "count",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Next run times to show.",
+)
+def cron_list(name: str | None, count: int, **options: Any) -> None:
+    """List cron schedules with their next run times; or only the schedule NAME (exit code
+    3 when there is none)."""
+    target = Target.resolve(*_target(options))
 
-
-@main.command()
-@task_arguments
-def cancel(app_path: str, task_type: str, task_id: str) -> None:
-    """Cancel a task, whatever its state."""
-    app = load_app(app_path)
-    if not _run(app, lambda: app.cancel(task_type, task_id)):
-        raise click.ClickException(f"no task {task_type}/{task_id}")
-    echo(f"cancelled {task_type}/{task_id}")
-
-
-@main.command()
-@task_arguments
-def retry(app_path: str, task_type: str, task_id: str) -> None:
-    """Run a dead task again, now."""
-    app = load_app(app_path)
-    due = _run(app, lambda: app.retry(task_type, task_id))
-    echo(f"{task_type}/{task_id} due again {_when(due)}")
-
-
-@main.command(name="cron")
-@app_argument
-@click.option("--next", "count", default=3, show_default=True, help="Next run times to show.")
-def cron_list(app_path: str, count: int) -> None:
-    """List cron schedules with their next run times."""
-    app = load_app(app_path)
-
-    async def collect() -> list[tuple[Any, list[datetime]]]:
+    async def collect() -> list[tuple[CronInfo, list[datetime]]]:
         rows = []
-        for info in await app.crons():
-            upcoming = [] if info.paused else await app.next_runs(info.name, count)
-            rows.append((info, upcoming))
+        for info in await target.app.crons():
+            if name is None or info.name == name:
+                upcoming = [] if info.paused else await target.app.next_runs(info.name, count)
+                rows.append((info, upcoming))
+        if name is not None and not rows:
+            raise ScheduleNotFound(name)
         return rows
 
-    for info, upcoming in _run(app, collect):
-        state = (
-            "paused"
-            if info.paused
-            else ("declared, not yet stored" if not info.stored else "active")
-        )
-        echo(
-            f"{info.name}\t{info.task_type}\t{info.expression} ({info.tz})\t{state}\t"
-            f"missed={info.missed} overlap={info.overlap}\t"
-            f"missed {info.missed_count}, skipped {info.skipped_count}"
-        )
-        for moment in upcoming:
-            click.echo(f"    next: {moment.isoformat()}")
+    rows = target.run(collect)
+    if target.as_json:
+        emit([cron_doc(info, upcoming) for info, upcoming in rows])
+        return
+    for info, upcoming in rows:
+        for line in cron_lines(info, upcoming):
+            echo(line)
+
+
+# -- operating ------------------------------------------------------------------------------
+# `duetime workers` (the live workers) and `duetime dashboard` go here: commands on an app or
+# a store URL, made with @app_command() (which adds --app, --url, --namespace and --json) and
+# run with Target.resolve(...).run(...), so that exit codes stay those of cli_output.
 
 
 if __name__ == "__main__":  # pragma: no cover

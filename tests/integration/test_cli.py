@@ -76,7 +76,7 @@ def test_schedule_list_show_and_cancel(cli_env: Path) -> None:
     assert "mail\t1\t0\t0" in run("stats", "cliapp:app")
     assert "cancelled mail/m1" in run("cancel", "cliapp:app", "mail", "m1")
     result = CliRunner().invoke(main, ["cancel", "cliapp:app", "mail", "m1"])
-    assert result.exit_code == 1 and "no task mail/m1" in result.output
+    assert result.exit_code == 3 and "no task mail/m1" in result.output
 
 
 def test_submit_prints_the_id_it_picked(cli_env: Path) -> None:
@@ -93,9 +93,9 @@ def test_submit_prints_the_id_it_picked(cli_env: Path) -> None:
 
 def test_bad_input_is_reported_without_a_traceback(cli_env: Path) -> None:
     result = CliRunner().invoke(main, ["schedule", "cliapp:app", "mial", "x"])
-    assert result.exit_code == 1 and "unknown task type 'mial'" in result.output
+    assert result.exit_code == 2 and "unknown task type 'mial'" in result.output
     result = CliRunner().invoke(main, ["schedule", "cliapp:app", "mail", "x", "--payload", "[1]"])
-    assert result.exit_code == 1 and "payload" in result.output
+    assert result.exit_code == 2 and "payload" in result.output
     result = CliRunner().invoke(main, ["ls", "nosuchmodule:app"])
     assert result.exit_code == 2 and "cannot import" in result.output
 

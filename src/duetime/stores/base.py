@@ -184,6 +184,13 @@ class Store(Protocol):
         """How many tasks are in each state."""
         ...
 
+    async def task_types(self) -> list[str]:
+        """The store types of the namespace that hold a task (due, running or dead), sorted,
+        internal ones (named ``duetime.*``) and partitions (``<type>#<n>``) included: for a
+        process without the handlers' code. Not atomic: a type that gets or loses its
+        last task meanwhile may or may not be in it."""
+        ...
+
     async def claim(
         self,
         task_type: str,

@@ -35,6 +35,7 @@ from duetime.stores.base import (
     WakeCallback,
 )
 from duetime.stores.layout import (
+    LAYOUT_TYPE,
     MAX_PARTITIONS,
     SEPARATOR,
     check_layout,
@@ -230,12 +231,20 @@ class PartitionedStore:
         parts = await self._each(task_type, n, lambda part: self.inner.active_ids(part, limit))
         return [task_id for ids in parts for task_id in ids][:limit]
 
-    async def listen(self, on_wake: WakeCallback) -> None:
-        def woken(task_type: str, due_ms: int) -> None:
-            base, sep, number = task_type.rpartition(SEPARATOR)
-            on_wake(base if sep and number.isdigit() else task_type, due_ms)
+    async def task_types(self) -> list[str]:
+        """The types holding a task, each partitioned one once; not ``duetime.layout``."""
+        found = {_type_of(part) for part in await self.inner.task_types()}
+        found.discard(LAYOUT_TYPE)
+        return sorted(found)
 
-        await self.inner.listen(woken)
+    async def listen(self, on_wake: WakeCallback) -> None:
+        await self.inner.listen(lambda task_type, due_ms: on_wake(_type_of(task_type), due_ms))
+
+
+def _type_of(store_type: str) -> str:
+    """The task type a store type belongs to: ``<type>#<n>`` is a partition of ``<type>``."""
+    base, sep, number = store_type.rpartition(SEPARATOR)
+    return base if sep and number.isdigit() else store_type
 
 
 def _inner(claim: Claim) -> Claim:

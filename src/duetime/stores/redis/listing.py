@@ -1,6 +1,6 @@
 """The Redis store's listing of one type's tasks in one state (the sorted set's range, then
-the records, leases and meta fields of those ids in one pipelined round trip), and its
-counts."""
+the records, leases and meta fields of those ids in one pipelined round trip), its counts,
+and the types a namespace holds."""
 
 from __future__ import annotations
 
@@ -9,7 +9,10 @@ from redis.asyncio import Redis
 from duetime.stores import wire
 from duetime.stores.base import STATES, State, StoredTask
 from duetime.stores.redis.codec import stored_task
-from duetime.stores.redis.keys import TypeKeys, parse_lease
+from duetime.stores.redis.keys import PREFIX, TypeKeys, parse_lease
+
+#: Keys SCAN asks each server to look at per call: fewer round trips than its default 10.
+SCAN_COUNT = 1000
 
 
 async def list_tasks(
@@ -46,3 +49,16 @@ async def count(client: Redis, k: TypeKeys) -> dict[State, int]:
             pipe.zcard(index)
         counts = await pipe.execute()
     return dict(zip(STATES, counts, strict=True))
+
+
+async def task_types(client: Redis, namespace: str) -> list[str]:
+    """The namespace's types that hold a task: those with a due, running or dead sorted set
+    (Redis deletes an empty one). SCAN visits every key of the database (of every primary,
+    on a cluster), matching on the server: O(keys), for tools, not for a hot path."""
+    head = f"{PREFIX}:{{{namespace}:".encode()  # names hold no glob characters
+    found: set[str] = set()
+    async for key in client.scan_iter(match=head + b"*}:*", count=SCAN_COUNT):
+        task_type, _, kind = key[len(head) :].partition(b"}:")
+        if kind in (b"due", b"running", b"dead"):
+            found.add(wire.text(task_type))
+    return sorted(found)

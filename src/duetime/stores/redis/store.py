@@ -369,6 +369,10 @@ class RedisStore:
         async with errors("count"):
             return await listing.count(self.client, self.keys(task_type))
 
+    async def task_types(self) -> list[str]:
+        async with errors("task_types"):
+            return await listing.task_types(self.client, self.config.namespace)
+
     # -- cron schedule names ---------------------------------------------------------------
 
     async def add_schedule_name(self, name: str, task_type: str) -> str:

@@ -323,3 +323,8 @@ def schedule_names(conn: sqlite3.Connection, namespace: str) -> dict[str, str]:
     """Every cron schedule name of the namespace, with its task type."""
     rows = conn.execute(Q.schedule_names, (namespace,)).fetchall()
     return {wire.text(name): wire.text(owner) for name, owner in rows}
+
+
+def task_types(conn: sqlite3.Connection, namespace: str) -> list[str]:
+    """The namespace's task types that hold a task, sorted."""
+    return [wire.text(name) for (name,) in conn.execute(Q.task_types, (namespace,))]

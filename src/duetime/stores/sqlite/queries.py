@@ -56,6 +56,7 @@ class Queries:
     add_count: str
     drop_counts: str
     read_counts: str
+    task_types: str
 
 
 def _load() -> Queries:

@@ -313,6 +313,10 @@ class SqliteStore:
         """How many tasks are due, running and dead."""
         return await self._read("count", ops.count, self._queues, task_type)
 
+    async def task_types(self) -> list[str]:
+        """The namespace's task types that hold a task (due, running or dead), sorted."""
+        return await self._read("task_types", ops.task_types, self.config.namespace)
+
     # -- cron schedule names ------------------------------------------------------------
 
     async def add_schedule_name(self, name: str, task_type: str) -> str:

@@ -1,0 +1,147 @@
+"""Acting on every task of a type in one state: retry all the dead letters, cancel all the
+due, running or dead tasks. For the ``duetime`` command and the dashboard.
+
+Tasks are read a page at a time (``App.list``), and each page is acted on concurrently, so
+that neither the ids nor the tasks are all held at once. A page is read from where the last
+one left off less the tasks acted on, which left the state: the listing may change under the
+run (workers claim, tasks die, producers schedule) without a task being acted on twice.
+A task that stays in the state once acted on (a running task keeps its lease when
+cancelled), or that was gone when acted on, counts as left in place, which may skip a task
+in this pass: a pass that acted on some tasks and skipped others is followed by another,
+up to :data:`MAX_PASSES`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from duetime.app import App
+from duetime.clock import from_ms
+from duetime.errors import NotFound, ValidationError
+from duetime.model import TaskInfo
+from duetime.stores.base import STATES, State
+
+#: Tasks read per page: one round trip, and a page of records held at a time.
+BATCH = 200
+#: Calls in flight at once: enough to hide round trips, few enough to leave the store's
+#: connections (redis-py's pool holds 100) and time to the workers sharing it.
+CONCURRENCY = 16
+#: Passes over the listing at most: another pass runs only while the last one skipped
+#: tasks, and a few are enough unless the listing churns the whole time.
+MAX_PASSES = 3
+
+#: Called after each page with (tasks acted on so far, tasks in the state at the start).
+Progress = Callable[[int, int], None]
+Act = Callable[[TaskInfo], Awaitable[bool]]
+
+
+async def retry_all(
+    app: App, task_type: str, *, at: datetime | None = None, progress: Progress | None = None
+) -> int:
+    """Make every dead task of ``task_type`` due again, at ``at`` or now, attempts counted
+    afresh (as :meth:`App.retry`). Tasks that die during the run (after it started) are left
+    in the dead letters, so that a handler that fails at once cannot keep it going.
+
+    Returns:
+        How many tasks were retried.
+
+    Raises:
+        ValidationError, UnknownTaskType: a bad type or time; nothing is changed.
+        StoreError: the store failed; the tasks retried so far stay retried.
+    """
+    app.task_type(task_type)
+    started = from_ms(await app.now_ms())
+
+    async def act(info: TaskInfo) -> bool:
+        try:
+            await app.retry(task_type, info.task_id, at=at)
+        except NotFound:  # retried or cancelled meanwhile
+            return False
+        return True
+
+    def after_start(info: TaskInfo) -> bool:
+        return info.due is not None and info.due > started
+
+    return await _sweep(app, task_type, "dead", act, after_start, progress)
+
+
+async def cancel_all(
+    app: App, task_type: str, state: State, *, progress: Progress | None = None
+) -> int:
+    """Cancel every task of ``task_type`` in ``state`` (``due``, ``running`` or ``dead``), as
+    :meth:`App.cancel`: running handlers finish, but their tasks are not retried or
+    rescheduled. Tasks written during the run may or may not be cancelled.
+
+    Returns:
+        How many tasks were cancelled.
+
+    Raises:
+        ValidationError, UnknownTaskType: a bad type or state; nothing is changed.
+        StoreError: the store failed; the tasks cancelled so far stay cancelled.
+    """
+    app.task_type(task_type)
+    if state not in STATES:
+        raise ValidationError("state", f"must be one of {', '.join(STATES)}")
+
+    async def act(info: TaskInfo) -> bool:
+        return await app.cancel(task_type, info.task_id)
+
+    return await _sweep(app, task_type, state, act, lambda info: False, progress)
+
+
+async def _sweep(
+    app: App,
+    task_type: str,
+    state: State,
+    act: Act,
+    stop_at: Callable[[TaskInfo], bool],
+    progress: Progress | None,
+) -> int:
+    total = (await app.counts(task_type))[state]
+    done = 0
+    for _ in range(MAX_PASSES):
+        acted, skipped = await _pass(app, task_type, state, act, stop_at, done, total, progress)
+        done += acted
+        if not (acted and skipped):  # a pass that acted on none would do the same again
+            break
+    return done
+
+
+async def _pass(
+    app: App,
+    task_type: str,
+    state: State,
+    act: Act,
+    stop_at: Callable[[TaskInfo], bool],
+    done: int,
+    total: int,
+    progress: Progress | None,
+) -> tuple[int, int]:
+    """One pass over the listing: (tasks acted on, tasks skipped: acted on but left in the
+    state, or gone)."""
+    offset = acted = skipped = 0
+    limit = asyncio.Semaphore(CONCURRENCY)
+
+    async def bounded(info: TaskInfo) -> bool:
+        async with limit:
+            return await act(info)
+
+    while True:
+        page = await app.list(task_type, state, limit=BATCH, offset=offset)
+        todo = [info for info in page if not stop_at(info)]
+        if not todo:
+            return acted, skipped
+        results = await asyncio.gather(*(bounded(info) for info in todo))
+        hits = sum(results)
+        acted += hits
+        # What was acted on left the listing, but for a running task cancelled (it keeps
+        # its lease): those, and the tasks already gone, the next page starts after.
+        stays = len(todo) if state == "running" else len(todo) - hits
+        skipped += len(todo) - hits
+        offset += stays
+        if progress is not None:
+            progress(done + acted, max(total, done + acted))
+        if len(todo) < len(page) or len(page) < BATCH:
+            return acted, skipped

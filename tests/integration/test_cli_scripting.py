@@ -1,0 +1,176 @@
+"""The duetime command for scripts and operators: --json, a store URL without the app's
+code, exit codes, and the bulk commands with thousands of dead tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import pty
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+import duetime
+from duetime.cli import main
+from tests.helpers import make_dead
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(params=["redis", "sqlite"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "redis":
+        url: str = request.getfixturevalue("redis_url")
+        return url
+    return f"sqlite:///{tmp_path / 'duetime.db'}"
+
+
+@pytest.fixture
+def env(store_url: str, namespace: str, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """DUETIME_URL and DUETIME_NAMESPACE set, no app module anywhere."""
+    monkeypatch.setenv("DUETIME_URL", store_url)
+    monkeypatch.setenv("DUETIME_NAMESPACE", namespace)
+    monkeypatch.delenv("DUETIME_APP", raising=False)
+    return {"url": store_url, "namespace": namespace}
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, ["--log-level", "WARNING", *args])
+
+
+def ok(*args: str) -> str:
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def as_json(*args: str) -> object:
+    return json.loads(ok(*args, "--json"))  # one document, nothing else on stdout
+
+
+async def seed(url: str, namespace: str, dead: int = 0) -> None:
+    """Tasks a producer with the code wrote: a partitioned type and some dead letters."""
+    app = duetime.App(url, namespace=namespace)
+    app.declare("mail")
+    app.declare("split", partitions=3)
+    try:
+        await app.schedule_many(
+            duetime.Task("split", f"s{n}", delay=timedelta(hours=1)) for n in range(9)
+        )
+        await make_dead(app, "mail", dead)
+    finally:
+        await app.close()
+
+
+def test_every_command_works_from_a_url_on_any_type(env: dict[str, str]) -> None:
+    asyncio.run(seed(env["url"], env["namespace"], dead=2))
+
+    sched = as_json("schedule", "report", "r1", "--at", "2031-01-02T03:04:05+00:00")
+    assert sched == {
+        "type": "report",
+        "id": "r1",
+        "due": "2031-01-02T03:04:05.000+00:00",
+        "due_ms": 1925089445000,
+    }
+    new = as_json("submit", "report", "--delay", "60", "--payload", '{"a": 1}')
+    assert isinstance(new, dict) and len(new["id"]) == 12
+    stats = as_json("stats")
+    assert stats == [
+        {"type": "mail", "due": 0, "running": 0, "dead": 2},
+        {"type": "report", "due": 2, "running": 0, "dead": 0},
+        {"type": "split", "due": 9, "running": 0, "dead": 0},
+    ]
+    listed = as_json("ls")
+    assert isinstance(listed, list) and len(listed) == 11
+    assert {t["type"] for t in listed} == {"report", "split"}
+    shown = as_json("show", "split", "s4")
+    assert isinstance(shown, dict) and shown["state"] == "due" and shown["due_ms"] > 0
+    dead = as_json("ls", "mail", "--state", "dead")
+    assert isinstance(dead, list) and [t["id"] for t in dead] == ["d0", "d1"]
+    assert dead[0]["error"] == "RuntimeError: refused"
+    again = as_json("retry", "mail", "d0")
+    assert isinstance(again, dict) and again["id"] == "d0" and again["due_ms"] > 0
+    assert as_json("cancel", "split", "s4") == {"type": "split", "id": "s4", "cancelled": True}
+    assert as_json("cron") == []
+    text = ok("stats")
+    assert "split\t8\t0\t0" in text and "mail\t1\t0\t1" in text
+
+
+def test_exit_codes(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ok("schedule", "mail", "m1", "--delay", "60")
+    for args in (
+        ["show", "mail", "nope"],
+        ["cancel", "mail", "nope"],
+        ["retry", "mail", "m1"],  # not dead
+        ["cron", "noSuchSchedule"],
+    ):
+        result = invoke(*args, "--json")
+        assert result.exit_code == 3, (args, result.output)
+        assert result.stdout == "" and "no " in result.stderr
+    for args in (
+        ["ls", "--limit", "0"],
+        ["ls", "bad:type"],  # a first argument with a colon is a module
+        ["schedule", "mail", "x", "--payload", "[1]"],
+        ["ls", "no-such-type!"],
+        ["cancel", "mail", "--all"],
+        ["cancel", "mail", "m1", "--all", "--state", "due"],
+        ["cancel", "mail", "m1", "--state", "due"],
+        ["retry", "mail"],
+        ["ls", "--url", "ftp://nowhere"],
+        ["stats", "--url", env["url"], "--app", "x:app"],
+    ):
+        result = invoke(*args)
+        assert result.exit_code == 2, (args, result.output)
+        assert "Traceback" not in result.output
+    monkeypatch.delenv("DUETIME_URL")
+    result = invoke("stats")
+    assert result.exit_code == 2 and "--url" in result.stderr
+    result = invoke("stats", "--url", "redis://127.0.0.1:1/0")
+    assert result.exit_code == 1 and "unavailable" in result.stderr.lower()
+
+
+@pytest.mark.parametrize("count", [3000])
+def test_bulk_commands_with_thousands_of_dead_tasks(env: dict[str, str], count: int) -> None:
+    asyncio.run(seed(env["url"], env["namespace"], dead=count))
+
+    assert ok("retry", "mail", "--all") == f"retried {count} dead mail tasks\n"
+    assert as_json("stats")[0] == {"type": "mail", "due": count, "running": 0, "dead": 0}  # type: ignore[index]
+    asyncio.run(seed(env["url"], env["namespace"], dead=count))  # the same ids, dead again
+    done = as_json("cancel", "mail", "--all", "--state", "dead")
+    assert done == {"type": "mail", "state": "dead", "action": "cancel", "count": count}
+    assert as_json("cancel", "split", "--all", "--state", "due")["count"] == 9  # type: ignore[index]
+    assert as_json("stats") == []
+    assert ok("retry", "mail", "--all") == "retried 0 dead mail tasks\n"
+
+
+@pytest.mark.parametrize("store_url", ["redis"], indirect=True)  # the bar, not the store
+def test_a_progress_bar_on_a_terminal_only(env: dict[str, str], tmp_path: Path) -> None:
+    asyncio.run(seed(env["url"], env["namespace"], dead=5000))
+    command = [sys.executable, "-m", "duetime.cli", "retry", "mail", "--all"]
+    environ = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": "100"}
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(command, stdout=follower, stderr=subprocess.PIPE, env=environ)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the follower side closed: the command ended
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    _, errors = proc.communicate(timeout=60)
+    assert proc.returncode == 0, errors
+    assert b"retry mail (dead)" in seen and b"/5000" in seen  # the bar, drawn
+    assert seen.rstrip().endswith(b"retried 5000 dead mail tasks")
+
+    asyncio.run(seed(env["url"], env["namespace"], dead=5000))
+    piped = subprocess.run(command, capture_output=True, env=environ, check=True)
+    assert piped.stdout == b"retried 5000 dead mail tasks\n"
