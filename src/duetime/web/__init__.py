@@ -1,0 +1,109 @@
+"""The dashboard: a Starlette app over a duetime App, to serve with ``duetime dashboard``
+or to mount in a service of your own::
+
+    from duetime.web import create_app
+    dashboard = create_app(app, token="...")           # an ASGI app
+    service.mount("/duetime", dashboard)               # Starlette / FastAPI
+
+Pages are rendered on the server (Jinja2, autoescaped); htmx refreshes them in place and
+uPlot draws the charts, both shipped in ``static/`` (nothing is fetched from elsewhere).
+Needs the ``web`` extra: ``pip install 'duetime[web]'``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+from collections.abc import AsyncIterator
+from datetime import datetime
+from importlib import resources
+from typing import Any
+from urllib.parse import urlencode
+
+try:
+    import jinja2
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+    from starlette.staticfiles import StaticFiles
+    from starlette.templating import Jinja2Templates
+except ImportError as exc:  # pragma: no cover - the extra is part of dev
+    raise ImportError("the dashboard needs the web extra: pip install 'duetime[web]'") from exc
+
+from duetime.app import App
+from duetime.web import actions, pages
+from duetime.web.guard import Access, Guard, is_loopback
+
+__all__ = ["Access", "create_app", "is_loopback", "new_token"]
+
+
+def new_token() -> str:
+    """A fresh token for the dashboard's changes."""
+    return secrets.token_urlsafe(24)
+
+
+def create_app(
+    app: App,
+    *,
+    token: str | None = None,
+    read_only: bool = False,
+    access: Access | None = None,
+    close_app: bool = False,
+) -> Guard:
+    """The dashboard of ``app`` as an ASGI app.
+
+    Args:
+        app: the App whose store to show (with its code, its cron schedules, pollers and
+            expiring groups show too).
+        token: what a change (retry, delete, pause) must carry; without one, changes are
+            refused (as with ``read_only``).
+        read_only: refuse every change.
+        access: the full rules instead of ``token`` and ``read_only`` (see
+            :class:`~duetime.web.guard.Access`); ``duetime dashboard`` sets them from
+            where it listens.
+        close_app: close ``app`` when the server shuts down (when the dashboard owns it).
+    """
+    if access is None:
+        access = Access(token=token, read_only=read_only or token is None)
+    folder = resources.files("duetime.web")
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("duetime.web", "templates"), autoescape=True
+    )
+    templates = Jinja2Templates(env=env)
+    env.globals.update(
+        task_url=pages.task_url, type_url=pages.type_url, qs=_query, inf=float("inf")
+    )
+    env.filters.update(when=_when, tojson_safe=_json, pretty=_pretty)
+    routes = [
+        *pages.routes(app, templates, access.read_only),
+        *actions.routes(app),
+        Mount("/static", StaticFiles(directory=str(folder / "static")), name="static"),
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            if close_app:
+                await app.close()
+
+    return Guard(Starlette(routes=routes, lifespan=lifespan), access)
+
+
+def _when(moment: datetime | None) -> str:
+    return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def _query(**params: Any) -> str:
+    return urlencode(params)
+
+
+def _pretty(value: Any) -> str:
+    """A payload as indented JSON, to show as text (the template escapes it)."""
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+def _json(value: Any) -> str:
+    """``value`` as JSON for a data- attribute (autoescaped by the template)."""
+    return json.dumps(value, ensure_ascii=False, default=str)

@@ -1,0 +1,121 @@
+"""The dashboard's changes, each a POST whose parameters are in its query string (so no form
+body is parsed), answered with a redirect back to the page it came from. The guard
+(:mod:`.guard`) has checked the token and the origin before any of these runs."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from duetime.app import App
+from duetime.bulk import cancel_all, retry_all
+from duetime.errors import DuetimeError, TaskNotFound
+from duetime.web.data import known
+
+Action = Callable[[App, Request], Awaitable[str]]
+
+
+async def retry(app: App, request: Request) -> str:
+    name, task_id = await _task(app, request)
+    await app.retry(name, task_id)
+    return f"{task_id} is due again"
+
+
+async def delete(app: App, request: Request) -> str:
+    name, task_id = await _task(app, request)
+    if not await app.cancel(name, task_id):
+        raise TaskNotFound(name, task_id)
+    return f"{task_id} deleted"
+
+
+async def retry_dead(app: App, request: Request) -> str:
+    name = await _type(app, request)
+    return f"{await retry_all(app, name)} dead tasks of {name} due again"
+
+
+async def delete_dead(app: App, request: Request) -> str:
+    name = await _type(app, request)
+    return f"{await cancel_all(app, name, 'dead')} dead tasks of {name} deleted"
+
+
+async def pause_cron(app: App, request: Request) -> str:
+    name = _param(request, "name")
+    await app.pause_cron(name)
+    return f"cron schedule {name} paused"
+
+
+async def resume_cron(app: App, request: Request) -> str:
+    name = _param(request, "name")
+    await app.resume_cron(name)
+    return f"cron schedule {name} resumed"
+
+
+ACTIONS: dict[str, Action] = {
+    "retry": retry,
+    "delete": delete,
+    "retry-dead": retry_dead,
+    "delete-dead": delete_dead,
+    "pause-cron": pause_cron,
+    "resume-cron": resume_cron,
+}
+
+
+def routes(app: App) -> list[Route]:
+    def endpoint(action: Action) -> Callable[[Request], Awaitable[Response]]:
+        async def run(request: Request) -> Response:
+            try:
+                done = await action(app, request)
+            except _BadRequest as exc:
+                return PlainTextResponse(str(exc), 400)
+            except TaskNotFound as exc:
+                return PlainTextResponse(str(exc), 404)
+            except DuetimeError as exc:
+                return PlainTextResponse(str(exc), 409)
+            return RedirectResponse(_back(request, done), 303)
+
+        return run
+
+    return [
+        Route(f"/actions/{name}", endpoint(action), methods=["POST"])
+        for name, action in ACTIONS.items()
+    ]
+
+
+class _BadRequest(Exception):
+    pass
+
+
+def _param(request: Request, name: str) -> str:
+    value = request.query_params.get(name)
+    if not value:
+        raise _BadRequest(f"missing parameter {name!r}")
+    return value
+
+
+async def _type(app: App, request: Request) -> str:
+    name = _param(request, "type")
+    try:
+        await known(app, name)
+    except DuetimeError as exc:
+        raise _BadRequest(str(exc)) from None
+    return name
+
+
+async def _task(app: App, request: Request) -> tuple[str, str]:
+    return await _type(app, request), _param(request, "id")
+
+
+def _back(request: Request, done: str) -> str:
+    """The page to go back to (a path of this site only), telling what was done."""
+    target = request.query_params.get("next", "/")
+    if not target.startswith("/") or target.startswith("//") or "\\" in target:
+        target = "/"
+    path, _, query = target.partition("?")
+    path = request.scope.get("root_path", "") + path
+    query = "&".join(p for p in query.split("&") if p and not p.startswith("done="))
+    flash = urlencode({"done": done})
+    return f"{path}?{query}&{flash}" if query else f"{path}?{flash}"

@@ -1,0 +1,145 @@
+"""Who may do what on the dashboard: one middleware that checks every request.
+
+- **Host.** Served on loopback, only requests naming a loopback host are answered, so that
+  a web page cannot reach the dashboard through a DNS name rebound to 127.0.0.1.
+- **Token.** Changes (every POST) need the dashboard's token: from the cookie that
+  ``/login?token=...`` sets (HttpOnly, SameSite=Strict), or an ``Authorization: Bearer``
+  header for scripts. Served beyond loopback, reading needs it too.
+- **Origin.** A change carrying the cookie must come from the dashboard's own pages: its
+  ``Origin`` (or, without one, its ``Referer``) must be the dashboard's, and a browser's
+  ``Sec-Fetch-Site`` must not say another site sent it. A page elsewhere cannot make the
+  browser change anything, even with the cookie.
+- **Read-only.** Every change is refused.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+COOKIE = "duetime_token"
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+#: The requests that change nothing.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """The dashboard's rules.
+
+    Attributes:
+        token: what a change must carry; None: no change is allowed.
+        read_only: refuse every change.
+        reads_need_token: reading needs the token too (served beyond loopback).
+        loopback_only: answer only requests that name a loopback host.
+    """
+
+    token: str | None
+    read_only: bool = False
+    reads_need_token: bool = False
+    loopback_only: bool = True
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or address, as given to bind) is this machine only."""
+    if host.strip("[]") in LOOPBACK_NAMES or host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class Guard:
+    """ASGI middleware that applies :class:`Access` to every HTTP request."""
+
+    def __init__(self, app: ASGIApp, access: Access) -> None:
+        self.app = app
+        self.access = access
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        refusal = self.check(request)
+        if refusal is None and local_path(request) == "/login":
+            refusal = self.login(request)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    def check(self, request: Request) -> Response | None:
+        access = self.access
+        host = (request.headers.get("host") or "").rsplit(":", 1)[0]
+        if access.loopback_only and not is_loopback(host):
+            return PlainTextResponse(f"refused: host {host!r} is not this machine", 421)
+        if request.method in SAFE_METHODS:
+            path = local_path(request)
+            open_path = path == "/login" or path.startswith("/static/")
+            if access.reads_need_token and not open_path and self.token_of(request) is None:
+                return PlainTextResponse("refused: open /login?token=... first", 401)
+            return None
+        if access.read_only:
+            return PlainTextResponse("refused: the dashboard is read-only", 403)
+        carried = self.token_of(request)
+        if carried is None:
+            return PlainTextResponse("refused: a change needs the dashboard's token", 401)
+        if carried == "cookie" and not same_origin(request):
+            return PlainTextResponse("refused: the request came from another site", 403)
+        return None
+
+    def token_of(self, request: Request) -> str | None:
+        """How the request carries the right token ("cookie" or "bearer"), or None."""
+        expected = self.access.token
+        if expected is None:
+            return None
+        auth = request.headers.get("authorization", "")
+        if auth.lower().startswith("bearer ") and _equal(auth[7:].strip(), expected):
+            return "bearer"
+        if _equal(request.cookies.get(COOKIE, ""), expected):
+            return "cookie"
+        return None
+
+    def login(self, request: Request) -> Response:
+        """``/login?token=...``: the cookie, then the overview; a wrong token is refused."""
+        expected = self.access.token
+        given = request.query_params.get("token", "")
+        if expected is None or not _equal(given, expected):
+            return PlainTextResponse("refused: wrong token", 401)
+        response = RedirectResponse(request.scope.get("root_path", "") + "/", 303)
+        response.set_cookie(COOKIE, given, httponly=True, samesite="strict", path="/")
+        return response
+
+
+def local_path(request: Request) -> str:
+    """The request's path within the dashboard (which may be mounted under a prefix)."""
+    path: str = request.scope["path"]
+    root: str = request.scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
+def same_origin(request: Request) -> bool:
+    """Whether the browser says the request came from the dashboard's own pages."""
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return False
+    own = f"{request.url.scheme}://{request.headers.get('host', '')}"
+    origin = request.headers.get("origin")
+    if origin is not None:
+        return origin == own
+    referer = request.headers.get("referer")
+    if referer is None:
+        return False
+    parts = urlsplit(referer)
+    return f"{parts.scheme}://{parts.netloc}" == own
+
+
+def _equal(given: str, expected: str) -> bool:
+    return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
