@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from duetime.clock import RESAMPLE_SECONDS, Clock, StoreClock
-from duetime.errors import UnknownTaskType, ValidationError
+from duetime.errors import ConfigError, UnknownTaskType, ValidationError
 from duetime.stores.base import Store
 from duetime.triggers.keyspace import KeyEvents
 from duetime.worker.events import Events, Listener
@@ -27,6 +27,7 @@ from duetime.worker.runner import TypeRunner
 
 if TYPE_CHECKING:
     from duetime.client import Client
+    from duetime.metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_SECONDS = 30.0
 #: How often a running worker samples the store's clock and reads its settings again.
 UPKEEP_SECONDS = RESAMPLE_SECONDS
+#: The interface a worker serves its metrics on unless told: this machine only.
+DEFAULT_METRICS_HOST = "127.0.0.1"
 
 
 class Worker:
@@ -46,6 +49,12 @@ class Worker:
         grace: seconds running handlers get to finish after :meth:`stop`.
         listeners: :class:`~duetime.Listener` objects told of each claim, run, retry,
             dead letter and missed tick.
+        metrics_port: serve Prometheus metrics on this port (0: a free one) while the
+            worker runs; needs ``duetime[metrics]``. See :attr:`metrics`.
+        metrics_host: the interface to serve them on (default: this machine only).
+
+    Raises:
+        ConfigError: ``metrics_port`` without prometheus-client installed.
     """
 
     def __init__(
@@ -55,6 +64,8 @@ class Worker:
         *,
         grace: float = DEFAULT_GRACE_SECONDS,
         listeners: Iterable[Listener] = (),
+        metrics_port: int | None = None,
+        metrics_host: str = DEFAULT_METRICS_HOST,
     ) -> None:
         self.app = app
         names = (
@@ -67,6 +78,11 @@ class Worker:
             raise ValidationError("types", "no task type with a handler to run")
         hastened = [p for p in app.pollers.by_name.values() if p.handler_type and p.name in names]
         self._hastener = Hastener(hastened, app.open, lambda: app.clock.now_ms())
+        #: The worker's metrics (its registry, and the port once running), or None.
+        self.metrics = None
+        if metrics_port is not None:
+            self.metrics = _metrics(app, names, metrics_host, metrics_port)
+            listeners = [*listeners, self.metrics.listener]
         self.events = Events([*listeners, self._hastener] if hastened else listeners)
         self._runners: dict[str, TypeRunner] = {}
         for name in names:
@@ -147,6 +163,8 @@ class Worker:
             await _log_problems(
                 store.enable_key_events, "check that the store publishes key expiries"
             )
+        if self.metrics is not None:
+            await self.metrics.start()
         log.info("worker started: types %s, namespace %s", ", ".join(self._runners), app.namespace)
         app.pollers.workers_running += 1
         try:
@@ -170,6 +188,8 @@ class Worker:
             app.pollers.workers_running -= 1
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
+            if self.metrics is not None:
+                await self.metrics.close()
             log.info("worker stopped")
 
     def _on_wake(self, task_type: str, due_ms: int) -> None:
@@ -193,6 +213,14 @@ class Worker:
                 len(pending),
             )
             await asyncio.wait(pending)
+
+
+def _metrics(app: Client, types: list[str], host: str, port: int) -> WorkerMetrics:
+    try:
+        from duetime.metrics import WorkerMetrics
+    except ImportError as exc:  # prometheus-client is not installed
+        raise ConfigError(str(exc)) from None
+    return WorkerMetrics(app, types, host=host, port=port)
 
 
 async def _log_problems(check: Callable[[], Awaitable[list[str]]], what: str) -> None:
