@@ -101,6 +101,7 @@ async def w1(url: str, n: int) -> dict[str, float]:
 
 
 CONCURRENCY = 1000
+METRICS = False  # whether the worker processes serve Prometheus metrics (--metrics)
 
 
 def start_worker(url: str, ns: str, n: int, out: Path, crons: int = 0) -> subprocess.Popen[bytes]:
@@ -120,7 +121,7 @@ def start_worker(url: str, ns: str, n: int, out: Path, crons: int = 0) -> subpro
         "--crons",
         str(crons),
     ]
-    return subprocess.Popen(cmd)
+    return subprocess.Popen(cmd + (["--metrics"] if METRICS else []))
 
 
 def wait_file(path: Path, proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -255,7 +256,7 @@ async def run_store(name: str, url: str, args: argparse.Namespace, tmp: Path) ->
 
 
 def main() -> None:
-    global CONCURRENCY
+    global CONCURRENCY, METRICS
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -275,10 +276,15 @@ def main() -> None:
         default=1000,
         help="the worker's concurrency for the bench task type",
     )
+    parser.add_argument(
+        "--metrics",
+        action="store_true",
+        help="the workers keep and serve Prometheus metrics (to measure what they cost)",
+    )
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     compileall.compile_dir(ROOT / "src", quiet=1)
-    CONCURRENCY = args.concurrency
+    CONCURRENCY, METRICS = args.concurrency, args.metrics
     results = []
     with tempfile.TemporaryDirectory(prefix="duetime-bench-") as tmpdir:
         tmp = Path(tmpdir)

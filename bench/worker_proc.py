@@ -34,6 +34,9 @@ async def main() -> None:
         default=0,
         help="add this many every-second cron schedules; record their ticks",
     )
+    parser.add_argument(
+        "--metrics", action="store_true", help="serve Prometheus metrics (on a free port)"
+    )
     args = parser.parse_args()
     started = time.time()
 
@@ -55,13 +58,17 @@ async def main() -> None:
             task="bench",
         )
 
-    await serve_until(app, done, args.out, {"started": started, "samples": samples})
+    result = {"started": started, "samples": samples}
+    await serve_until(app, done, args.out, result, metrics=args.metrics)
 
 
-async def serve_until(app: duetime.App, done: asyncio.Event, out: str, result: object) -> None:
+async def serve_until(
+    app: duetime.App, done: asyncio.Event, out: str, result: object, *, metrics: bool = False
+) -> None:
     """Run a worker of ``app`` (writing ``<out>.ready`` once it started) until ``done`` is
-    set, then write ``result`` to ``out`` as JSON."""
-    worker = app.worker(grace=1)
+    set, then write ``result`` to ``out`` as JSON. With ``metrics``, the worker serves
+    Prometheus metrics on a free port."""
+    worker = app.worker(grace=1, metrics_port=0 if metrics else None)
     tune_gc()  # as app.run() and `duetime worker` do
     runner = asyncio.create_task(worker.run())
     await worker.started.wait()

@@ -1,10 +1,17 @@
-"""The worker listener that counts tasks and times them in Prometheus metrics."""
+"""The worker listener that counts tasks and times them, as Prometheus metrics."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 
 from duetime.worker.events import Listener, WorkerEvent
 
@@ -32,49 +39,48 @@ LATENESS_BUCKETS = (
 #: time limit (5 minutes).
 DURATION_BUCKETS = (*LATENESS_BUCKETS, 120.0, 300.0)
 
-
-class Families:
-    """The metric families of one worker, labelled by task type."""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        def counter(name: str, doc: str) -> Counter:
-            return Counter(f"duetime_{name}", doc, ["type"], registry=registry)
-
-        def histogram(name: str, doc: str, buckets: tuple[float, ...]) -> Histogram:
-            return Histogram(name, doc, ["type"], registry=registry, buckets=buckets)
-
-        self.fired = counter("tasks_fired", "Handlers started (every attempt).")
-        self.succeeded = counter("tasks_succeeded", "Handlers that returned.")
-        self.failed = counter("tasks_failed", "Handlers that raised or timed out.")
-        self.retried = counter("tasks_retried", "Failed attempts to be tried again.")
-        self.dead_lettered = counter(
-            "tasks_dead_lettered",
-            "Occurrences sent to the dead letters (retries used up, aborted, or a record "
-            "that could not be used).",
-        )
-        self.missed_ticks = counter(
-            "missed_ticks", "Cron ticks given up because no worker ran them in time."
-        )
-        self.lateness = histogram(
-            "duetime_task_lateness_seconds",
-            "How long after its due time a handler started.",
-            LATENESS_BUCKETS,
-        )
-        self.duration = histogram(
-            "duetime_task_duration_seconds",
-            "How long handlers ran, successful or not.",
-            DURATION_BUCKETS,
-        )
-        self.running = Gauge(
-            "duetime_running_tasks",
-            "Handlers running now in this worker.",
-            ["type"],
-            registry=registry,
-        )
+#: The counters: attribute of a tally, metric name (``duetime_<name>_total``), help text.
+COUNTERS = (
+    ("fired", "tasks_fired", "Handlers started (every attempt)."),
+    ("succeeded", "tasks_succeeded", "Handlers that returned."),
+    ("failed", "tasks_failed", "Handlers that raised or timed out."),
+    ("retried", "tasks_retried", "Failed attempts to be tried again."),
+    (
+        "dead_lettered",
+        "tasks_dead_lettered",
+        "Occurrences sent to the dead letters (retries used up, aborted, or a record that "
+        "could not be used).",
+    ),
+    ("missed_ticks", "missed_ticks", "Cron ticks given up because no worker ran them in time."),
+)
 
 
-class _Series:
-    """The metrics of one task type, their label looked up once (the hot path)."""
+class _Histogram:
+    """Observations per bucket (not cumulative; the last is +Inf) and their sum."""
+
+    __slots__ = ("bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.sum = 0.0
+
+    def observe(self, seconds: float) -> None:
+        # Prometheus' buckets are "less than or equal": the first bound >= the value.
+        self.counts[bisect_left(self.bounds, seconds)] += 1
+        self.sum += seconds
+
+    def buckets(self) -> list[tuple[str, float]]:
+        total = 0
+        out: list[tuple[str, float]] = []
+        for bound, count in zip((*self.bounds, float("inf")), self.counts, strict=True):
+            total += count
+            out.append(("+Inf" if bound == float("inf") else repr(bound), total))
+        return out
+
+
+class _Tally:
+    """The numbers of one task type."""
 
     __slots__ = (
         "dead_lettered",
@@ -88,70 +94,103 @@ class _Series:
         "succeeded",
     )
 
-    def __init__(self, families: Families, task_type: str) -> None:
-        self.fired = families.fired.labels(task_type)
-        self.succeeded = families.succeeded.labels(task_type)
-        self.failed = families.failed.labels(task_type)
-        self.retried = families.retried.labels(task_type)
-        self.dead_lettered = families.dead_lettered.labels(task_type)
-        self.missed_ticks = families.missed_ticks.labels(task_type)
-        self.lateness = families.lateness.labels(task_type)
-        self.duration = families.duration.labels(task_type)
-        self.running = families.running.labels(task_type)
+    def __init__(self) -> None:
+        self.fired = self.succeeded = self.failed = self.retried = 0
+        self.dead_lettered = self.missed_ticks = self.running = 0
+        self.lateness = _Histogram(LATENESS_BUCKETS)
+        self.duration = _Histogram(DURATION_BUCKETS)
 
 
 class MetricsListener(Listener):
-    """Keeps a worker's counts and timings per task type in ``registry``.
+    """Counts and times a worker's tasks per type, and shows them to Prometheus.
+
+    It is both a worker listener and a prometheus-client collector: events add to plain
+    numbers (no lock: the worker tells its listeners in its event loop, one at a time), and
+    a scrape builds the metric families from them. A scrape served in another thread reads
+    them as they are, at most an event or two apart.
 
     "Fired" counts handlers started: every attempt, retries included, and not tasks claimed
     ahead of their due time that have not started yet. Lateness is how long after its due
     time a handler started. The running gauge counts handlers started and not yet ended.
 
     Args:
-        registry: where the metrics are registered (one per worker: two listeners cannot
-            share one, as their names would clash).
+        registry: where to register; None to register it yourself (or not at all).
         types: task types whose series exist from the start, at zero (others appear on
             their first event).
     """
 
-    def __init__(self, registry: CollectorRegistry, types: Iterable[str] = ()) -> None:
-        self.families = Families(registry)
-        self._series: dict[str, _Series] = {}
-        for name in types:
-            self._of(name)
+    def __init__(
+        self, registry: CollectorRegistry | None = None, types: Iterable[str] = ()
+    ) -> None:
+        self._tallies: dict[str, _Tally] = {name: _Tally() for name in types}
+        if registry is not None:
+            registry.register(self)
 
-    def _of(self, task_type: str) -> _Series:
-        series = self._series.get(task_type)
-        if series is None:
-            series = self._series[task_type] = _Series(self.families, task_type)
-        return series
+    def _of(self, task_type: str) -> _Tally:
+        tally = self._tallies.get(task_type)
+        if tally is None:
+            tally = self._tallies[task_type] = _Tally()
+        return tally
+
+    # -- events (the worker's hot path) -------------------------------------------------
 
     def started(self, event: WorkerEvent) -> None:
-        series = self._of(event.task_type)
-        series.fired.inc()
-        series.running.inc()
+        tally = self._of(event.task_type)
+        tally.fired += 1
+        tally.running += 1
         if event.lateness_ms is not None:
             # An early claim starts on time; a timer firing a hair early is not "late".
-            series.lateness.observe(max(event.lateness_ms, 0.0) / 1000)
+            tally.lateness.observe(max(event.lateness_ms, 0.0) / 1000)
 
     def succeeded(self, event: WorkerEvent) -> None:
-        self._ended(event).succeeded.inc()
+        self._ended(event).succeeded += 1
 
     def failed(self, event: WorkerEvent) -> None:
-        self._ended(event).failed.inc()
+        self._ended(event).failed += 1
 
-    def _ended(self, event: WorkerEvent) -> _Series:
-        series = self._of(event.task_type)
-        series.running.dec()
+    def _ended(self, event: WorkerEvent) -> _Tally:
+        tally = self._of(event.task_type)
+        tally.running -= 1
         if event.duration_ms is not None:
-            series.duration.observe(event.duration_ms / 1000)
-        return series
+            tally.duration.observe(event.duration_ms / 1000)
+        return tally
 
     def retried(self, event: WorkerEvent) -> None:
-        self._of(event.task_type).retried.inc()
+        self._of(event.task_type).retried += 1
 
     def dead_lettered(self, event: WorkerEvent) -> None:
-        self._of(event.task_type).dead_lettered.inc()
+        self._of(event.task_type).dead_lettered += 1
 
     def missed_ticks(self, event: WorkerEvent) -> None:
-        self._of(event.task_type).missed_ticks.inc(event.count)
+        self._of(event.task_type).missed_ticks += event.count
+
+    # -- the collector ------------------------------------------------------------------
+
+    def describe(self) -> Iterable[Metric]:
+        return self._families({})
+
+    def collect(self) -> Iterable[Metric]:
+        return self._families(dict(self._tallies))
+
+    @staticmethod
+    def _families(tallies: dict[str, _Tally]) -> Iterator[Metric]:
+        for attribute, name, doc in COUNTERS:
+            counter = CounterMetricFamily(f"duetime_{name}", doc, labels=["type"])
+            for task_type, tally in tallies.items():
+                counter.add_metric([task_type], getattr(tally, attribute))
+            yield counter
+        for attribute, name, doc in (
+            ("lateness", "task_lateness_seconds", "How long after its due time a handler started."),
+            ("duration", "task_duration_seconds", "How long handlers ran, successful or not."),
+        ):
+            histogram = HistogramMetricFamily(f"duetime_{name}", doc, labels=["type"])
+            for task_type, tally in tallies.items():
+                observed: _Histogram = getattr(tally, attribute)
+                histogram.add_metric([task_type], observed.buckets(), observed.sum)
+            yield histogram
+        running = GaugeMetricFamily(
+            "duetime_running_tasks", "Handlers running now in this worker.", labels=["type"]
+        )
+        for task_type, tally in tallies.items():
+            running.add_metric([task_type], tally.running)
+        yield running

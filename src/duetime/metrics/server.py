@@ -3,8 +3,8 @@
 It runs in the event loop rather than in a thread (as prometheus-client's
 ``start_http_server`` would) because the store is async and bound to that loop: a scrape
 refreshes the store gauges by awaiting them, with no hand-over between threads that could
-block a scrape, or deadlock one while the loop stops. Rendering the metrics is a few hundred
-lines of text, well under a millisecond of the loop's time.
+block a scrape, or deadlock one while the loop stops. Rendering the metrics takes the loop
+about 4 ms for ten task types (bench/metrics_listener.py), once per scrape.
 """
 
 from __future__ import annotations
