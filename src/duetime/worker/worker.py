@@ -139,6 +139,8 @@ class Worker:
         await app.pollers.write_missing(store, pollers, app.clock.now_ms())
         for warning in store.durability_warnings():
             log.warning("%s", warning)
+        if self.metrics is not None:
+            await self.metrics.start()  # before anything needs closing: a port in use stops here
         runners = list(self._runners.values())
         sync_slots = sum(
             r.task_type.policy.concurrency for r in runners if not r.task_type.is_async
@@ -163,8 +165,6 @@ class Worker:
             await _log_problems(
                 store.enable_key_events, "check that the store publishes key expiries"
             )
-        if self.metrics is not None:
-            await self.metrics.start()
         log.info("worker started: types %s, namespace %s", ", ".join(self._runners), app.namespace)
         app.pollers.workers_running += 1
         try:
