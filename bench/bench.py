@@ -7,7 +7,9 @@ W1  tasks scheduled per second: one ``schedule`` call per task, and ``schedule_m
     for Redis also a bare redis-py loop of single ZADDs, for the ratio, run in blocks
     that alternate with duetime's calls.
 W2  tasks fired per second by one worker process: N due tasks, a no-op async handler,
-    timed from the worker process's start to the last handler (and first to last).
+    timed from the worker process's start to the last handler (and first to last), and
+    the worker process's CPU time per task (first to last). --metrics: the worker serves
+    Prometheus metrics, to measure what they cost.
 W3  lateness (handler start minus due time): 2,000 tasks spread over 10 s, p50/p99/max.
 W4  store bytes per pending task with a ~100-byte payload (Redis used_memory growth).
 W5  cron lateness (handler start minus tick): 20 every-second schedules for 30 s (600
@@ -157,6 +159,9 @@ async def w2(url: str, n: int, tmp: Path) -> dict[str, float]:
         "start_to_last_per_s": n / (last - t_start),
         "first_to_last_per_s": n / (last - first) if last > first else float("inf"),
         "startup_s": first - t_start,
+        # The worker process's CPU per task, first to last handler: steadier than the
+        # rates on a machine shared with other work.
+        "cpu_us_per_task": (data["cpu"][-1] - data["cpu"][0]) / max(n - 1, 1) * 1e6,
     }
 
 

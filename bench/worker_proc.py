@@ -42,12 +42,15 @@ async def main() -> None:
 
     app = duetime.App(args.url, namespace=args.namespace)
     samples: list[tuple[float, float]] = []
+    cpu: list[float] = []  # the process's CPU seconds at the first and the last handler
     done = asyncio.Event()
 
     @app.task("bench", concurrency=args.concurrency, timeout=None)
     async def bench(payload: dict[str, float], ctx: duetime.Context) -> None:
         due = payload["due"] if "due" in payload else ctx.due.timestamp()
         samples.append((time.time(), due))
+        if len(samples) == 1 or len(samples) == args.n:
+            cpu.append(time.process_time())
         if len(samples) >= args.n:
             done.set()
 
@@ -58,7 +61,7 @@ async def main() -> None:
             task="bench",
         )
 
-    result = {"started": started, "samples": samples}
+    result = {"started": started, "samples": samples, "cpu": cpu}
     await serve_until(app, done, args.out, result, metrics=args.metrics)
 
 
