@@ -7,7 +7,9 @@ W1  tasks scheduled per second: one ``schedule`` call per task, and ``schedule_m
     for Redis also a bare redis-py loop of single ZADDs, for the ratio, run in blocks
     that alternate with duetime's calls.
 W2  tasks fired per second by one worker process: N due tasks, a no-op async handler,
-    timed from the worker process's start to the last handler (and first to last).
+    timed from the worker process's start to the last handler (and first to last), and
+    the worker process's CPU time per task (first to last). --metrics: the worker serves
+    Prometheus metrics, to measure what they cost.
 W3  lateness (handler start minus due time): 2,000 tasks spread over 10 s, p50/p99/max.
 W4  store bytes per pending task with a ~100-byte payload (Redis used_memory growth).
 W5  cron lateness (handler start minus tick): 20 every-second schedules for 30 s (600
@@ -101,6 +103,7 @@ async def w1(url: str, n: int) -> dict[str, float]:
 
 
 CONCURRENCY = 1000
+METRICS = False  # whether the worker processes serve Prometheus metrics (--metrics)
 
 
 def start_worker(url: str, ns: str, n: int, out: Path, crons: int = 0) -> subprocess.Popen[bytes]:
@@ -120,7 +123,7 @@ def start_worker(url: str, ns: str, n: int, out: Path, crons: int = 0) -> subpro
         "--crons",
         str(crons),
     ]
-    return subprocess.Popen(cmd)
+    return subprocess.Popen(cmd + (["--metrics"] if METRICS else []))
 
 
 def wait_file(path: Path, proc: subprocess.Popen[bytes], timeout: float) -> None:
@@ -156,6 +159,9 @@ async def w2(url: str, n: int, tmp: Path) -> dict[str, float]:
         "start_to_last_per_s": n / (last - t_start),
         "first_to_last_per_s": n / (last - first) if last > first else float("inf"),
         "startup_s": first - t_start,
+        # The worker process's CPU per task, first to last handler: steadier than the
+        # rates on a machine shared with other work.
+        "cpu_us_per_task": (data["cpu"][-1] - data["cpu"][0]) / max(n - 1, 1) * 1e6,
     }
 
 
@@ -255,7 +261,7 @@ async def run_store(name: str, url: str, args: argparse.Namespace, tmp: Path) ->
 
 
 def main() -> None:
-    global CONCURRENCY
+    global CONCURRENCY, METRICS
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -275,10 +281,15 @@ def main() -> None:
         default=1000,
         help="the worker's concurrency for the bench task type",
     )
+    parser.add_argument(
+        "--metrics",
+        action="store_true",
+        help="the workers keep and serve Prometheus metrics (to measure what they cost)",
+    )
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     compileall.compile_dir(ROOT / "src", quiet=1)
-    CONCURRENCY = args.concurrency
+    CONCURRENCY, METRICS = args.concurrency, args.metrics
     results = []
     with tempfile.TemporaryDirectory(prefix="duetime-bench-") as tmpdir:
         tmp = Path(tmpdir)

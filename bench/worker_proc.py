@@ -34,17 +34,23 @@ async def main() -> None:
         default=0,
         help="add this many every-second cron schedules; record their ticks",
     )
+    parser.add_argument(
+        "--metrics", action="store_true", help="serve Prometheus metrics (on a free port)"
+    )
     args = parser.parse_args()
     started = time.time()
 
     app = duetime.App(args.url, namespace=args.namespace)
     samples: list[tuple[float, float]] = []
+    cpu: list[float] = []  # the process's CPU seconds at the first and the last handler
     done = asyncio.Event()
 
     @app.task("bench", concurrency=args.concurrency, timeout=None)
     async def bench(payload: dict[str, float], ctx: duetime.Context) -> None:
         due = payload["due"] if "due" in payload else ctx.due.timestamp()
         samples.append((time.time(), due))
+        if len(samples) == 1 or len(samples) == args.n:
+            cpu.append(time.process_time())
         if len(samples) >= args.n:
             done.set()
 
@@ -55,13 +61,17 @@ async def main() -> None:
             task="bench",
         )
 
-    await serve_until(app, done, args.out, {"started": started, "samples": samples})
+    result = {"started": started, "samples": samples, "cpu": cpu}
+    await serve_until(app, done, args.out, result, metrics=args.metrics)
 
 
-async def serve_until(app: duetime.App, done: asyncio.Event, out: str, result: object) -> None:
+async def serve_until(
+    app: duetime.App, done: asyncio.Event, out: str, result: object, *, metrics: bool = False
+) -> None:
     """Run a worker of ``app`` (writing ``<out>.ready`` once it started) until ``done`` is
-    set, then write ``result`` to ``out`` as JSON."""
-    worker = app.worker(grace=1)
+    set, then write ``result`` to ``out`` as JSON. With ``metrics``, the worker serves
+    Prometheus metrics on a free port."""
+    worker = app.worker(grace=1, metrics_port=0 if metrics else None)
     tune_gc()  # as app.run() and `duetime worker` do
     runner = asyncio.create_task(worker.run())
     await worker.started.wait()

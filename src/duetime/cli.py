@@ -75,11 +75,37 @@ def main(log_level: str) -> None:
     help="Leave Python's garbage collector as it is (by default the worker freezes its "
     "start-up objects and collects young objects every 10,000 allocations).",
 )
-def worker(app_path: str, types: tuple[str, ...], grace: float, no_gc_tuning: bool) -> None:
+@click.option(
+    "--metrics",
+    "metrics_port",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    help="Serve Prometheus metrics on this port (needs duetime[metrics]).",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The interface to serve metrics on.",
+)
+def worker(
+    app_path: str,
+    types: tuple[str, ...],
+    grace: float,
+    no_gc_tuning: bool,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> None:
     """Run a worker for every task type of MODULE:APP until SIGTERM or SIGINT."""
     app = load_app(app_path)
     try:
-        app.run(list(types) or None, grace=grace, gc_tuning=not no_gc_tuning)
+        app.run(
+            list(types) or None,
+            grace=grace,
+            gc_tuning=not no_gc_tuning,
+            metrics_port=metrics_port,
+            metrics_host=metrics_host,
+        )
     except DuetimeError as exc:
         raise click.ClickException(str(exc)) from None
 

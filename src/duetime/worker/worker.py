@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from duetime.clock import RESAMPLE_SECONDS, Clock, StoreClock
-from duetime.errors import UnknownTaskType, ValidationError
+from duetime.errors import ConfigError, UnknownTaskType, ValidationError
 from duetime.stores.base import Store
 from duetime.triggers.keyspace import KeyEvents
 from duetime.version import VERSION
@@ -31,6 +31,7 @@ from duetime.worker.runner import TypeRunner
 
 if TYPE_CHECKING:
     from duetime.client import Client
+    from duetime.metrics import WorkerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_SECONDS = 30.0
 #: How often a running worker samples the store's clock and reads its settings again.
 UPKEEP_SECONDS = RESAMPLE_SECONDS
+#: The interface a worker serves its metrics on unless told: this machine only.
+DEFAULT_METRICS_HOST = "127.0.0.1"
 
 
 class Worker:
@@ -52,6 +55,12 @@ class Worker:
             dead letter and missed tick.
         monitored: keep a heartbeat record and per-minute counts in the store, for
             ``duetime workers``, ``duetime stats`` and the dashboard (:mod:`duetime.monitor`).
+        metrics_port: serve Prometheus metrics on this port (0: a free one) while the
+            worker runs; needs ``duetime[metrics]``. See :attr:`metrics`.
+        metrics_host: the interface to serve them on (default: this machine only).
+
+    Raises:
+        ConfigError: ``metrics_port`` without prometheus-client installed.
     """
 
     def __init__(
@@ -62,6 +71,8 @@ class Worker:
         grace: float = DEFAULT_GRACE_SECONDS,
         listeners: Iterable[Listener] = (),
         monitored: bool = True,
+        metrics_port: int | None = None,
+        metrics_host: str = DEFAULT_METRICS_HOST,
     ) -> None:
         self.app = app
         names = (
@@ -77,6 +88,11 @@ class Worker:
         #: This worker's heartbeat record in the store.
         self.heartbeat = Heartbeat(names, self._state, app.namespace, VERSION)
         own: list[Listener] = [self.heartbeat, MinuteCounter()] if monitored else []
+        #: The worker's metrics (its registry, and the port once running), or None.
+        self.metrics = None
+        if metrics_port is not None:
+            self.metrics = _metrics(app, names, metrics_host, metrics_port)
+            own.append(self.metrics.listener)
         self.events = Events([*listeners, *own, *([self._hastener] if hastened else [])])
         self._runners: dict[str, TypeRunner] = {}
         for name in names:
@@ -139,6 +155,8 @@ class Worker:
         await app.pollers.write_missing(store, pollers, app.clock.now_ms())
         for warning in store.durability_warnings():
             log.warning("%s", warning)
+        if self.metrics is not None:
+            await self.metrics.start()  # before anything needs closing: a port in use stops here
         runners = list(self._runners.values())
         sync_slots = sum(
             r.task_type.policy.concurrency for r in runners if not r.task_type.is_async
@@ -193,6 +211,8 @@ class Worker:
             app.pollers.workers_running -= 1
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
+            if self.metrics is not None:
+                await self.metrics.close()
             log.info("worker stopped")
 
     def _on_wake(self, task_type: str, due_ms: int) -> None:
@@ -216,6 +236,14 @@ class Worker:
                 len(pending),
             )
             await asyncio.wait(pending)
+
+
+def _metrics(app: Client, types: list[str], host: str, port: int) -> WorkerMetrics:
+    try:
+        from duetime.metrics import WorkerMetrics
+    except ImportError as exc:  # prometheus-client is not installed
+        raise ConfigError(str(exc)) from None
+    return WorkerMetrics(app, types, host=host, port=port)
 
 
 async def _log_problems(check: Callable[[], Awaitable[list[str]]], what: str) -> None:
