@@ -7,7 +7,8 @@ The password is the data nodes' (the primary's and replicas'); sentinels that re
 of their own take ``sentinel_password``. ``rediss+sentinel://`` speaks TLS to the data
 nodes. Each new connection asks the sentinels where the primary is, and one to a primary
 that was demoted (it answers READONLY) is dropped: the script runner and the reads send
-again, to the new primary.
+again, to the new primary. A sentinel in the middle of a failover of the service is not
+asked (:class:`_Sentinels`).
 """
 
 from __future__ import annotations
@@ -111,6 +112,25 @@ class _FollowingSSLConnection(_FollowingConnection, SentinelManagedSSLConnection
     pass
 
 
+class _Sentinels(Sentinel):
+    """Sentinels whose answer is not taken from one in the middle of a failover.
+
+    redis-py reads the primary's address from ``SENTINEL MASTERS``, where the sentinel
+    leading a failover still names the old primary until the failover ends (its
+    ``failover_in_progress`` flag is set). Once that old primary is back up (restarted,
+    with its old data, not yet made a replica) the leader reports it as a healthy primary,
+    for about a second in the fault tests, and a connection made then would go to it: the
+    other sentinels, which name the new primary, are asked instead.
+    """
+
+    def check_master_state(self, state: dict[str, Any], service_name: str) -> bool:
+        flags = state.get("flags", "")
+        names = flags if isinstance(flags, set) else set(str(flags).split(","))
+        if "failover_in_progress" in names:
+            return False
+        return bool(super().check_master_state(state, service_name))
+
+
 class _SentinelRedis(Redis):
     """A client of the primary that also closes its connections to the sentinels."""
 
@@ -131,7 +151,7 @@ def connect_sentinel(url: str, **options: Any) -> Redis:
     sentinel_kwargs: dict[str, Any] = {"socket_timeout": options.get("socket_timeout")}
     if found.sentinel_password:
         sentinel_kwargs["password"] = found.sentinel_password
-    manager = Sentinel(  # type: ignore[no-untyped-call]
+    manager = _Sentinels(  # type: ignore[no-untyped-call]
         list(found.sentinels), sentinel_kwargs=sentinel_kwargs
     )
     options["connection_class"] = _FollowingSSLConnection if found.tls else _FollowingConnection
