@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from duetime import bulk
+from duetime import bulk, cli_operate
 from duetime.cli_app import AppCommand, Target, load_app, target_options
 from duetime.cli_output import (
     NotFoundExit,
@@ -154,7 +154,7 @@ def task_fields(
 @task_options
 def schedule(task_type: str, task_id: str, **options: Any) -> None:
     """Schedule (or move) a task."""
-    target = Target.resolve(*_target(options))
+    target = Target.from_options(options)
     fields = task_fields(**options)
 
     async def call() -> datetime:
@@ -173,7 +173,7 @@ def schedule(task_type: str, task_id: str, **options: Any) -> None:
 @task_options
 def submit(task_type: str, **options: Any) -> None:
     """Schedule a new task under an id duetime picks; print the id."""
-    target = Target.resolve(*_target(options))
+    target = Target.from_options(options)
     fields = task_fields(**options)
 
     async def call() -> str:
@@ -192,7 +192,7 @@ def submit(task_type: str, **options: Any) -> None:
 @click.argument("task_id")
 def show(task_type: str, task_id: str, **options: Any) -> None:
     """Show one task with its payload (as JSON; exit code 3 when there is none)."""
-    target = Target.resolve(*_target(options))
+    target = Target.from_options(options)
 
     async def call() -> TaskInfo | None:
         await target.adopt(task_type)
@@ -217,7 +217,7 @@ def cancel(
     if every and not state:
         raise click.UsageError("--all needs --state due, running or dead")
     _one_or_all(task_id, every, state)
-    target = Target.resolve(*_target(options))
+    target = Target.from_options(options)
     if task_id is None:
         return _bulk(target, task_type, "cancel", state)  # type: ignore[arg-type]
 
@@ -240,7 +240,7 @@ def cancel(
 def retry(task_type: str, task_id: str | None, every: bool, **options: Any) -> None:
     """Run a dead task again, now; or with --all, every dead task of the type."""
     _one_or_all(task_id, every, None)
-    target = Target.resolve(*_target(options))
+    target = Target.from_options(options)
     if task_id is None:
         return _bulk(target, task_type, "retry", "dead")
 
@@ -253,11 +253,6 @@ def retry(task_type: str, task_id: str | None, every: bool, **options: Any) -> N
         emit({"type": task_type, "id": task_id, **times("due", due)})
     else:
         echo(f"{task_type}/{task_id} due again {when(due)}")
-
-
-def _target(options: dict[str, Any]) -> tuple[Any, ...]:
-    """The target options, taken out of a command's ``options``."""
-    return tuple(options.pop(name) for name in ("app_path", "url", "namespace", "as_json"))
 
 
 def _one_or_all(task_id: str | None, every: bool, state: str | None) -> None:
@@ -295,7 +290,7 @@ def _bulk(target: Target, task_type: str, action: str, state: State) -> None:
 def list_tasks(task_type: str | None, state: State, limit: int, **options: Any) -> None:
     """List tasks of one type (or of every type: the app's, or with --url those the store
     holds) in a state, earliest first: at most --limit per type."""
-    target = Target.resolve(*_target(options))
+    target = Target.from_options(options)
 
     async def collect() -> list[TaskInfo]:
         if task_type:
@@ -308,23 +303,6 @@ def list_tasks(task_type: str | None, state: State, limit: int, **options: Any) 
         emit([task_doc(info) for info in rows])
     for info in [] if target.as_json else rows:
         echo(task_line(info))
-
-
-@app_command()
-def stats(**options: Any) -> None:
-    """How many tasks of each type are due, running and dead."""
-    target = Target.resolve(*_target(options))
-
-    async def collect() -> list[tuple[str, dict[State, int]]]:
-        return [(name, await target.app.counts(name)) for name in await target.all_types()]
-
-    rows = target.run(collect)
-    if target.as_json:
-        emit([{"type": name, **counts} for name, counts in rows])
-        return
-    click.echo("type\tdue\trunning\tdead")
-    for name, counts in rows:
-        echo(f"{name}\t{counts['due']}\t{counts['running']}\t{counts['dead']}")
 
 
 @app_command(name="cron")
@@ -340,7 +318,7 @@ def stats(**options: Any) -> None:
 def cron_list(name: str | None, count: int, **options: Any) -> None:
     """List cron schedules with their next run times; or only the schedule NAME (exit code
     3 when there is none)."""
-    target = Target.resolve(*_target(options))
+    target = Target.from_options(options)
 
     async def collect() -> list[tuple[CronInfo, list[datetime]]]:
         rows = []
@@ -361,10 +339,9 @@ def cron_list(name: str | None, count: int, **options: Any) -> None:
             echo(line)
 
 
-# -- operating ------------------------------------------------------------------------------
-# `duetime workers` (the live workers) and `duetime dashboard` go here: commands on an app or
-# a store URL, made with @app_command() (which adds --app, --url, --namespace and --json) and
-# run with Target.resolve(...).run(...), so that exit codes stay those of cli_output.
+# -- operating: stats, workers, dashboard (duetime.cli_operate) ------------------------------
+
+cli_operate.register(app_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -148,6 +148,12 @@ class Target:
             raise click.BadParameter(str(exc), param_hint="--url/--namespace") from None
         return cls(app, True, as_json)
 
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> Target:
+        """The app of a command's target options, taken out of its ``options``."""
+        names = ("app_path", "url", "namespace", "as_json")
+        return cls.resolve(*(options.pop(name) for name in names))
+
     async def adopt(self, *names: str) -> None:
         """A bare app learns the types ``names`` from the store; an app from a module knows
         its own (and refuses others: a typo)."""

@@ -31,7 +31,8 @@ except ImportError as exc:  # pragma: no cover - the extra is part of dev
     raise ImportError("the dashboard needs the web extra: pip install 'duetime[web]'") from exc
 
 from duetime.app import App
-from duetime.web import actions, pages
+from duetime.web import actions, pages, scrape
+from duetime.web.data import TypeNames
 from duetime.web.guard import Access, Guard, is_loopback
 
 __all__ = ["Access", "create_app", "is_loopback", "new_token"]
@@ -77,6 +78,7 @@ def create_app(
     routes = [
         *pages.routes(app, templates, access.read_only),
         *actions.routes(app),
+        *scrape.routes(app),
         Mount("/static", StaticFiles(directory=str(folder / "static")), name="static"),
     ]
 
@@ -88,7 +90,9 @@ def create_app(
             if close_app:
                 await app.close()
 
-    return Guard(Starlette(routes=routes, lifespan=lifespan), access)
+    dashboard = Starlette(routes=routes, lifespan=lifespan)
+    dashboard.state.types = TypeNames(app)
+    return Guard(dashboard, access)
 
 
 def _when(moment: datetime | None) -> str:

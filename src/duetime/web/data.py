@@ -4,6 +4,7 @@ nothing writes (the writes are :mod:`.actions`)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -26,14 +27,30 @@ async def known(app: App, name: str) -> None:
     await adopt(app, name)
 
 
-async def type_names(app: App, workers: list[WorkerInfo], history: dict[str, Any]) -> list[str]:
-    """Every task type worth a row: the App's, those live workers run, those with recent
-    counts, and those the store holds tasks of; duetime's own types left out."""
-    names = set(app.types) | {t for w in workers for t in w.types} | set(history)
-    names = {n for n in names if not n.startswith(INTERNAL_PREFIX) or n in SHOWN_INTERNAL}
-    names |= set(await stored_types(app))
-    await adopt(app, *names)
-    return sorted(names)
+#: How long the list of types the store holds is reused: finding them scans the store.
+STORED_TYPES_SECONDS = 5.0
+
+
+class TypeNames:
+    """The task types one dashboard shows, with the store's list of types kept a few
+    seconds (one per dashboard: nothing is shared between apps)."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        self._read_at = -STORED_TYPES_SECONDS
+        self._stored: list[str] = []
+
+    async def __call__(self, workers: list[WorkerInfo], history: dict[str, Any]) -> list[str]:
+        """Every task type worth a row: the App's, those live workers run, those with
+        recent counts, and those the store holds tasks of; duetime's own types left out."""
+        app = self.app
+        names = set(app.types) | {t for w in workers for t in w.types} | set(history)
+        names = {n for n in names if not n.startswith(INTERNAL_PREFIX) or n in SHOWN_INTERNAL}
+        if time.monotonic() - self._read_at > STORED_TYPES_SECONDS:
+            self._stored = await stored_types(app)
+            self._read_at = time.monotonic()
+        await adopt(app, *names, *self._stored)
+        return sorted(names.union(self._stored))
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +86,9 @@ class Overview:
     lateness_p99: dict[str, list[float | None]]
 
 
-async def overview(app: App) -> Overview:
+async def overview(app: App, type_names: TypeNames) -> Overview:
     workers, history = await asyncio.gather(app.workers(), app.history(60))
-    names = await type_names(app, workers, history)
+    names = await type_names(workers, history)
     counts = await asyncio.gather(*(app.counts(n) for n in names))
     rows = [
         TypeRow(name, c["due"], c["running"], c["dead"], history.get(name))
@@ -123,10 +140,10 @@ class DeadType:
     first: list[TaskInfo]
 
 
-async def dead_letters(app: App) -> list[DeadType]:
+async def dead_letters(app: App, type_names: TypeNames) -> list[DeadType]:
     """Every type with dead tasks: how many, and the first few."""
     found = []
-    for name in await type_names(app, await app.workers(), {}):
+    for name in await type_names(await app.workers(), {}):
         count = (await app.counts(name))["dead"]
         if count:
             found.append(DeadType(name, count, await app.list(name, "dead", limit=10)))

@@ -23,7 +23,7 @@ Page = Callable[[App, Request], Awaitable[tuple[str, dict[str, Any]] | Response]
 
 
 async def overview(app: App, request: Request) -> tuple[str, dict[str, Any]]:
-    return "overview.html", {"overview": await data.overview(app)}
+    return "overview.html", {"overview": await data.overview(app, request.app.state.types)}
 
 
 async def task_type(app: App, request: Request) -> tuple[str, dict[str, Any]] | Response:
@@ -48,7 +48,7 @@ async def task(app: App, request: Request) -> tuple[str, dict[str, Any]]:
 
 
 async def dead(app: App, request: Request) -> tuple[str, dict[str, Any]]:
-    return "dead.html", {"dead": await data.dead_letters(app)}
+    return "dead.html", {"dead": await data.dead_letters(app, request.app.state.types)}
 
 
 async def crons(app: App, request: Request) -> tuple[str, dict[str, Any]]:

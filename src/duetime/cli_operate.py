@@ -1,0 +1,145 @@
+"""The ``duetime`` commands for people running it: ``stats`` (counts and the last hour),
+``workers`` (the live ones) and ``dashboard`` (the web UI). Each works on an app or a
+store URL, like the other commands (:mod:`duetime.cli_app`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from duetime.cli_app import Target
+from duetime.cli_output import BadUsage, echo, emit, times, when
+from duetime.errors import ConfigError
+from duetime.monitor import TypeHistory, WorkerInfo
+from duetime.monitor.history import KINDS
+from duetime.stores.base import State
+
+Decorator = Callable[[Callable[..., None]], click.Command]
+
+
+def register(app_command: Callable[..., Decorator]) -> None:
+    """Add the commands to ``duetime`` (``app_command`` makes a command on an app or URL)."""
+    app_command()(stats_options(stats))
+    app_command()(workers)
+    app_command()(dashboard_options(dashboard))
+
+
+def stats_options(command: Callable[..., None]) -> Callable[..., None]:
+    return click.option(
+        "--minutes",
+        type=click.IntRange(1, 60),
+        default=60,
+        show_default=True,
+        help="How far back the counts go (the store keeps an hour).",
+    )(command)
+
+
+def stats(minutes: int, **options: Any) -> None:
+    """How many tasks of each type are due, running and dead now, and what the workers
+    counted over the last --minutes: fired, succeeded, failed, retried, dead-lettered,
+    missed cron ticks, and the p99 of lateness (the bound of its histogram bucket)."""
+    target = Target.from_options(options)
+
+    async def collect() -> list[tuple[str, dict[State, int], TypeHistory | None]]:
+        history = await target.app.history(minutes)
+        names = sorted(set(await target.all_types()) | set(history) - _internal(history))
+        await target.adopt(*names)
+        return [(n, await target.app.counts(n), history.get(n)) for n in names]
+
+    rows = target.run(collect)
+    if target.as_json:
+        emit([{"type": name, **counts, "recent": _recent(h, minutes)} for name, counts, h in rows])
+        return
+    click.echo("\t".join(["type", "due", "running", "dead", *KINDS, "p99_ms"]))
+    for name, counts, h in rows:
+        recent = _recent(h, minutes)
+        cells = [name, *(str(counts[s]) for s in ("due", "running", "dead"))]
+        cells += [str(recent[k]) for k in KINDS]
+        cells.append(_p99(recent["lateness_p99_ms"]))
+        echo("\t".join(cells))
+
+
+def _internal(history: dict[str, Any]) -> set[str]:
+    return {name for name in history if name.startswith("duetime.")}
+
+
+def _recent(history: TypeHistory | None, minutes: int) -> dict[str, Any]:
+    if history is None:
+        return {"minutes": minutes, **dict.fromkeys(KINDS, 0), "lateness_p99_ms": None}
+    p99 = history.lateness_quantile(0.99)
+    return {
+        "minutes": minutes,
+        **{k: history.total(k) for k in KINDS},
+        "lateness_p99_ms": "inf" if p99 == float("inf") else p99,
+    }
+
+
+def _p99(value: float | str | None) -> str:
+    if value is None:
+        return "-"
+    return ">60000" if value == "inf" else f"<={value:g}"
+
+
+def workers(**options: Any) -> None:
+    """The workers alive now, on any machine: id, host, pid, started, version, types, what
+    runs now and the last claim (from the heartbeat each keeps in the store)."""
+    target = Target.from_options(options)
+    found = target.run(target.app.workers)
+    if target.as_json:
+        emit([_worker_doc(w) for w in found])
+        return
+    click.echo("id\thost\tpid\tstarted\tversion\ttypes\trunning\tlast claim")
+    for w in found:
+        running = ",".join(f"{t}:{n}" for t, n in w.running.items() if n) or "idle"
+        cells = [w.id, w.host, str(w.pid), when(w.started), w.version, ",".join(w.types)]
+        echo("\t".join([*cells, running, when(w.last_claim)]))
+
+
+def _worker_doc(w: WorkerInfo) -> dict[str, Any]:
+    return {
+        "id": w.id,
+        "host": w.host,
+        "pid": w.pid,
+        **times("started", w.started),
+        "version": w.version,
+        "namespace": w.namespace,
+        "types": list(w.types),
+        "running": dict(w.running),
+        **times("last_claim", w.last_claim),
+        **times("seen", w.seen),
+    }
+
+
+def dashboard_options(command: Callable[..., None]) -> Callable[..., None]:
+    for option in reversed(
+        (
+            click.option("--host", default="127.0.0.1", show_default=True, help="Listen here."),
+            click.option("--port", type=click.IntRange(1, 65535), default=8787, show_default=True),
+            click.option(
+                "--token",
+                envvar="DUETIME_DASHBOARD_TOKEN",
+                help="What changes need (default: a new one, printed). Required beyond "
+                "127.0.0.1, where reading needs it too.",
+            ),
+            click.option("--read-only", is_flag=True, help="Refuse every change."),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def dashboard(host: str, port: int, token: str | None, read_only: bool, **options: Any) -> None:
+    """Serve the web dashboard (needs duetime[web]): what is due, running and dead, the last
+    hour, live workers, cron schedules, pollers and expiring groups; retry, delete and
+    pause with the token."""
+    target = Target.from_options(options)
+    try:
+        from duetime.web.serve import serve
+    except ImportError:
+        raise click.ClickException("the dashboard needs: pip install 'duetime[web]'") from None
+    try:
+        serve(target.app, host=host, port=port, token=token, read_only=read_only, say=echo)
+    except ConfigError as exc:
+        raise BadUsage(str(exc)) from None
