@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from duetime.app import App
 from duetime.bulk import cancel_all, retry_all
-from duetime.errors import DuetimeError, TaskNotFound
+from duetime.errors import DuetimeError, NotFound, TaskNotFound
 from duetime.web.data import known
 
 Action = Callable[[App, Request], Awaitable[str]]
@@ -71,7 +71,7 @@ def routes(app: App) -> list[Route]:
                 done = await action(app, request)
             except _BadRequest as exc:
                 return PlainTextResponse(str(exc), 400)
-            except TaskNotFound as exc:
+            except NotFound as exc:
                 return PlainTextResponse(str(exc), 404)
             except DuetimeError as exc:
                 return PlainTextResponse(str(exc), 409)

@@ -1,0 +1,310 @@
+"""The dashboard over HTTP, on Redis and SQLite: what each page shows, that nothing from the
+store is taken as HTML, that ids travel encoded both ways, that thousands of dead tasks page,
+and who may change what (the token, the origin, the host, read-only). Requests go through
+the real Starlette app in this process (httpx's ASGI transport); the browser tests drive the
+same pages in Chromium."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+import duetime
+from duetime.errors import ConfigError
+from duetime.web import create_app
+from duetime.web.guard import Access
+from duetime.web.serve import access_for
+from tests.helpers import make_dead
+from tests.servers import RedisServer
+
+ORIGIN = "http://127.0.0.1:8787"
+TOKEN = "t0ken-for-tests"
+ODD_ID = "a/b?c#d é"
+#: What a browser sends with a form of the dashboard's own pages.
+SAME = {"origin": ORIGIN}
+
+
+@pytest.fixture(params=["redis", "sqlite"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        return server.url
+    return f"sqlite:///{tmp_path / 'duetime.db'}"
+
+
+@pytest.fixture
+async def app(url: str, namespace: str) -> AsyncIterator[duetime.App]:
+    app = duetime.App(url, namespace=namespace)
+
+    @app.task("mail", retries=0)
+    async def mail(payload: object) -> None: ...
+
+    app.declare("report")
+    yield app
+    await app.close()
+
+
+def client(web: object, *, base: str = ORIGIN) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=web),  # type: ignore[arg-type]
+        base_url=base,
+        follow_redirects=False,
+    )
+
+
+@contextlib.asynccontextmanager
+async def logged_in(web: object) -> AsyncIterator[httpx.AsyncClient]:
+    async with client(web) as c:
+        r = await c.get(f"/login?token={TOKEN}")
+        assert r.status_code == 303 and "duetime_token" in c.cookies
+        yield c
+
+
+def rows(html: str, css_class: str = "tasks") -> list[str]:
+    table = html.split(f'<table class="{css_class}">', 1)[1].split("</table>", 1)[0]
+    return re.findall(r"<tr>.*?</tr>", table.split("<tbody>", 1)[1], flags=re.S)
+
+
+async def test_the_overview_shows_each_type_with_its_counts_and_the_workers(
+    app: duetime.App,
+) -> None:
+    await app.schedule("mail", "m1", delay=60)
+    await app.schedule("mail", "m2", delay=60)
+    await make_dead(app, "report", 3)
+    async with client(create_app(app, token=TOKEN)) as c:
+        html = (await c.get("/")).text
+    mail = html.split('<tr data-type="mail">', 1)[1].split("</tr>", 1)[0]
+    assert re.search(r'class="n due"><a [^>]*>2</a>', mail)
+    report = html.split('<tr data-type="report">', 1)[1].split("</tr>", 1)[0]
+    assert re.search(r'class="n dead alert"><a [^>]*>3</a>', report)
+    assert "No worker is running." in html
+    assert "/static/htmx.min.js" in html and "hx-trigger=" in html  # refreshes by itself
+
+
+async def test_a_dashboard_without_the_apps_code_finds_the_types_in_the_store(
+    app: duetime.App, url: str, namespace: str
+) -> None:
+    await app.schedule("mail", ODD_ID, payload={"n": 1}, delay=60)
+    bare = duetime.App(url, namespace=namespace)  # what `duetime dashboard --url` makes
+    try:
+        async with client(create_app(bare, token=TOKEN)) as c:
+            assert '<tr data-type="mail">' in (await c.get("/")).text
+            page = (await c.get("/types/mail")).text
+            assert ODD_ID.replace("#", "#") in page
+    finally:
+        await bare.close()
+
+
+async def test_payloads_and_errors_are_shown_as_text_never_as_html(app: duetime.App) -> None:
+    await app.schedule("mail", "x", payload={"html": "<script>alert(1)</script>"}, delay=60)
+    await make_dead(app, "report", 1, prefix="<img src=x onerror=alert(2)>")
+    async with client(create_app(app, token=TOKEN)) as c:
+        task = (await c.get("/task?" + urlencode({"type": "mail", "id": "x"}))).text
+        dead = (await c.get("/types/report?state=dead")).text
+    assert "<script>alert" not in task and "&lt;script&gt;alert(1)&lt;/script&gt;" in task
+    assert "<img src=x" not in dead and "&lt;img src=x onerror=alert(2)&gt;" in dead
+
+
+async def test_ids_travel_encoded_both_ways(app: duetime.App) -> None:
+    await app.schedule("mail", ODD_ID, payload={"n": 1}, delay=60)
+    await make_dead(app, "report", 1, prefix=ODD_ID)
+    dead_id = ODD_ID + "0"
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        listing = (await c.get("/types/mail")).text
+        link = re.search(r'<td class="id"><a href="([^"]+)">', listing)
+        assert link is not None
+        href = link.group(1).replace("&amp;", "&")
+        assert href == "/task?" + urlencode({"type": "mail", "id": ODD_ID})
+        page = (await c.get(href)).text
+        assert f'<h1 class="id">{ODD_ID}</h1>' in page and "due" in page
+        # The search box finds it too, and a percent-encoded path segment is no trouble.
+        found = await c.get("/types/mail?" + urlencode({"id": ODD_ID}))
+        assert found.status_code == 303 and found.headers["location"] == href
+        # Retry of the dead one, its id in the action's query string.
+        action = "/actions/retry?" + urlencode({"type": "report", "id": dead_id, "next": "/dead"})
+        r = await c.post(action, headers={"origin": ORIGIN})
+        assert r.status_code == 303 and r.headers["location"].startswith("/dead?")
+    info = await app.get("report", dead_id)
+    assert info is not None and info.state == "due"
+    assert quote(ODD_ID, safe="") == "a%2Fb%3Fc%23d%20%C3%A9"  # what the test is about
+
+
+@pytest.mark.timeout(120)
+async def test_fifty_thousand_dead_tasks_page_fifty_at_a_time(app: duetime.App) -> None:
+    await make_dead(app, "report", 50_000)
+    async with client(create_app(app, token=TOKEN)) as c:
+        first = (await c.get("/types/report?state=dead&page=1")).text
+        last = (await c.get("/types/report?state=dead&page=1000")).text
+        beyond = (await c.get("/types/report?state=dead&page=5000")).text
+        dead = (await c.get("/dead")).text
+    assert len(rows(first)) == 50 and "Page 1 of 1000" in first
+    assert len(rows(last)) == 50 and "Page 1000 of 1000" in last and 'rel="next"' not in last
+    assert "Page 1000 of 1000" in beyond  # a page past the end shows the last
+    assert len(rows(dead)) == 10 and "all 50000" in dead  # the first few, and a link
+
+
+async def test_retry_and_delete_one_or_all_dead_tasks(app: duetime.App) -> None:
+    await make_dead(app, "report", 30)
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        assert (await c.post("/actions/retry?type=report&id=d0", headers=SAME)).status_code == 303
+        assert (await c.post("/actions/delete?type=report&id=d1", headers=SAME)).status_code == 303
+        missing = await c.post("/actions/delete?type=report&id=nope", headers=SAME)
+        assert missing.status_code == 404
+        assert (await app.counts("report")) == {"due": 1, "running": 0, "dead": 28}
+        r = await c.post("/actions/retry-dead?type=report&next=/dead", headers=SAME)
+        assert r.status_code == 303 and "28+dead+tasks+of+report+due+again" in r.headers["location"]
+        await make_dead(app, "mail", 5)
+        assert (await c.post("/actions/delete-dead?type=mail", headers=SAME)).status_code == 303
+    assert await app.counts("report") == {"due": 29, "running": 0, "dead": 0}
+    assert await app.counts("mail") == {"due": 0, "running": 0, "dead": 0}
+
+
+async def test_a_change_needs_the_token_and_the_dashboards_own_origin(app: duetime.App) -> None:
+    await make_dead(app, "report", 1)
+    action = "/actions/retry?type=report&id=d0"
+    web = create_app(app, token=TOKEN)
+    async with client(web) as anonymous:
+        assert (await anonymous.post(action, headers={"origin": ORIGIN})).status_code == 401
+        wrong = await anonymous.get("/login?token=guess")
+        assert wrong.status_code == 401 and "duetime_token" not in anonymous.cookies
+    async with logged_in(web) as c:
+        for headers in (
+            {"origin": "http://evil.example"},  # another site's form
+            {"origin": "http://127.0.0.1:9999"},  # another port is another origin
+            {"referer": "http://evil.example/page"},  # no Origin, a foreign Referer
+            {},  # the cookie alone, from nowhere said
+            {"origin": ORIGIN, "sec-fetch-site": "cross-site"},
+        ):
+            r = await c.post(action, headers=headers)
+            assert r.status_code == 403, headers
+        assert (await app.get("report", "d0")).state == "dead"  # type: ignore[union-attr]
+    # A script with the token as a bearer, no cookie and no Origin, may.
+    async with client(web) as script:
+        r = await script.post(action, headers={"authorization": f"Bearer {TOKEN}"})
+        assert r.status_code == 303
+    assert (await app.get("report", "d0")).state == "due"  # type: ignore[union-attr]
+
+
+async def test_read_only_refuses_every_change_and_shows_no_buttons(app: duetime.App) -> None:
+    await make_dead(app, "report", 1)
+    web = create_app(app, access=Access(token=TOKEN, read_only=True))
+    async with logged_in(web) as c:
+        page = (await c.get("/types/report?state=dead")).text
+        r = await c.post("/actions/retry?type=report&id=d0", headers={"origin": ORIGIN})
+    assert r.status_code == 403 and "read-only" in r.text
+    assert "/actions/" not in page and "read-only" in page
+    assert (await app.get("report", "d0")).state == "dead"  # type: ignore[union-attr]
+    # Without a token at all, the dashboard is read-only.
+    async with client(create_app(app)) as c:
+        assert (await c.post("/actions/retry?type=report&id=d0")).status_code == 403
+
+
+async def test_only_loopback_host_names_are_answered_on_loopback(app: duetime.App) -> None:
+    web = create_app(app, token=TOKEN)
+    async with client(web, base="http://localhost:8787") as c:
+        assert (await c.get("/")).status_code == 200
+    async with client(web, base="http://rebound.example:8787") as c:
+        assert (await c.get("/")).status_code == 421  # a DNS name rebound to 127.0.0.1
+
+
+async def test_beyond_loopback_a_token_is_required_and_reading_needs_it(app: duetime.App) -> None:
+    with pytest.raises(ConfigError, match="without a token"):
+        access_for("0.0.0.0", None, read_only=True)
+    access, token = access_for("0.0.0.0", TOKEN, read_only=False)
+    assert token == TOKEN and access.reads_need_token and not access.loopback_only
+    web = create_app(app, access=access)
+    async with client(web, base="http://10.1.2.3:8787") as c:
+        assert (await c.get("/")).status_code == 401
+        assert (await c.get("/static/htmx.min.js")).status_code == 200
+        assert (await c.get(f"/login?token={TOKEN}")).status_code == 303
+        assert (await c.get("/")).status_code == 200
+    _, generated = access_for("127.0.0.1", None, read_only=False)
+    assert generated and len(generated) >= 30  # made at start, to be printed
+
+
+async def test_the_way_back_after_a_change_stays_on_the_dashboard(app: duetime.App) -> None:
+    await make_dead(app, "report", 3)
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        for n, target in enumerate(("//evil.example/x", "https://evil.example", "\\\\evil")):
+            r = await c.post(
+                "/actions/retry?" + urlencode({"type": "report", "id": f"d{n}", "next": target}),
+                headers={"origin": ORIGIN},
+            )
+            assert r.status_code == 303 and r.headers["location"].startswith("/?done="), target
+
+
+async def test_mounted_under_a_prefix_in_another_starlette_app(app: duetime.App) -> None:
+    await make_dead(app, "report", 1)
+    service = Starlette(routes=[Mount("/ops/duetime", create_app(app, token=TOKEN))])
+    async with client(service) as c:
+        assert (await c.get(f"/ops/duetime/login?token={TOKEN}")).headers["location"] == (
+            "/ops/duetime/"
+        )
+        html = (await c.get("/ops/duetime/")).text
+        assert 'href="/ops/duetime/types/report?state=dead' in html
+        assert 'src="/ops/duetime/static/htmx.min.js"' in html
+        assert (await c.get("/ops/duetime/static/htmx.min.js")).status_code == 200
+        r = await c.post(
+            "/ops/duetime/actions/retry?type=report&id=d0&next=/dead", headers={"origin": ORIGIN}
+        )
+        assert r.status_code == 303 and r.headers["location"].startswith("/ops/duetime/dead?")
+    assert (await app.get("report", "d0")).state == "due"  # type: ignore[union-attr]
+
+
+async def test_cron_schedules_pause_and_resume(app: duetime.App) -> None:
+    await app.add_cron("nightly", "0 3 * * *", task="mail")
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        page = (await c.get("/crons")).text
+        assert '<tr data-cron="nightly">' in page and "0 3 * * *" in page
+        assert (await c.post("/actions/pause-cron?name=nightly", headers=SAME)).status_code == 303
+        (info,) = await app.crons()
+        assert info.paused
+        assert "Resume" in (await c.get("/crons")).text
+        assert (await c.post("/actions/resume-cron?name=nightly", headers=SAME)).status_code == 303
+        missing = await c.post("/actions/pause-cron?name=nope", headers=SAME)
+        assert missing.status_code == 404
+    (info,) = await app.crons()
+    assert not info.paused
+
+
+async def test_pollers_and_expiring_groups_have_their_pages(url: str, namespace: str) -> None:
+    app = duetime.App(url, namespace=namespace)
+    sessions = app.expiring("sessions", ttl=600)
+
+    @sessions.on_expire
+    async def expired(key: str, value: object) -> None: ...
+
+    @app.poller("mailer", concurrency=2)
+    async def mailer(ctx: duetime.PollContext) -> list[str]:
+        return []
+
+    @mailer.handler
+    async def send(payload: object) -> None: ...
+
+    try:
+        await sessions.put("user/1", {"a": 1})
+        await app.schedule("mailer", "i-1", delay=60)
+        async with client(create_app(app, token=TOKEN)) as c:
+            groups = (await c.get("/expiring")).text
+            pollers = (await c.get("/pollers")).text
+        assert 'data-group="sessions"' in groups and "user/1" in groups and "TTL 600" in groups
+        assert ">mailer</a>" in pollers and "i-1" in pollers
+    finally:
+        await app.close()
+
+
+async def test_the_dashboard_serves_store_gauges_for_prometheus(app: duetime.App) -> None:
+    await make_dead(app, "report", 4)
+    await app.schedule("mail", "m", delay=60)
+    async with client(create_app(app, token=TOKEN)) as c:
+        body = (await c.get("/metrics")).text
+    assert 'duetime_store_tasks{state="dead",type="report"} 4.0' in body
+    assert 'duetime_store_tasks{state="due",type="mail"} 1.0' in body
