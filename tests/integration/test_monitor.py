@@ -132,3 +132,28 @@ async def _has(found: asyncio.Future[set[int]] | object, pid: int) -> bool:
 
 async def _lacks(found: asyncio.Future[set[int]] | object, pid: int) -> bool:
     return pid not in await found  # type: ignore[misc]
+
+
+async def test_a_pollers_calls_and_failed_calls_are_counted(url: str, namespace: str) -> None:
+    app = duetime.App(url, namespace=namespace)
+    calls: list[int] = []
+
+    def quick(attempt: int) -> float:
+        return 0.05
+
+    @app.poller("scan", delay=quick)
+    async def scan(ctx: duetime.PollContext) -> list[str]:
+        calls.append(ctx.attempt)
+        raise RuntimeError("the source is down")
+
+    @scan.handler
+    async def handle(payload: object) -> None: ...
+
+    try:
+        async with running(app):
+            await eventually(lambda: len(calls) >= 3, within=10)
+        ticks = (await app.history(minutes=2))["duetime.poller.scan"]
+        assert ticks.total("fired") >= 3
+        assert ticks.total("failed") >= 3 and ticks.total("failed") <= ticks.total("fired")
+    finally:
+        await app.close()

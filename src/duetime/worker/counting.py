@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from bisect import bisect_left
 from collections.abc import Coroutine
 from typing import Any
@@ -14,6 +15,8 @@ from duetime.clock import Clock
 from duetime.monitor.history import BUCKETS, KINDS, LATENESS_BUCKETS_MS, Key
 from duetime.stores.base import Store
 from duetime.stores.telemetry import KEEP_MINUTES, MINUTE_MS, minute_of
+from duetime.triggers.poller.events import ErrorEvent
+from duetime.triggers.poller.tick import tick_type
 from duetime.worker.events import Listener, WorkerEvent
 
 log = logging.getLogger(__name__)
@@ -81,6 +84,10 @@ class MinuteCounter(Listener):
 
     def missed_ticks(self, event: WorkerEvent) -> None:
         self._row(event.due_ms, event.task_type)[MISSED] += event.count
+
+    def poller_error(self, event: ErrorEvent) -> None:
+        """A poller's call failed (its ``error`` event): a failure of its calls' type."""
+        self._row(time.time() * 1000, tick_type(event.task_name))[FAILED] += 1
 
     def counts(self) -> dict[Key, int]:
         """What was counted and not yet added to the store, as the store takes it."""

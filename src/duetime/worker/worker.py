@@ -87,7 +87,9 @@ class Worker:
         self._hastener = Hastener(hastened, app.open, lambda: app.clock.now_ms())
         #: This worker's heartbeat record in the store.
         self.heartbeat = Heartbeat(names, self._state, app.namespace, VERSION)
-        own: list[Listener] = [self.heartbeat, MinuteCounter()] if monitored else []
+        #: This worker's counts per minute (poller errors included), or None.
+        self.counter = MinuteCounter() if monitored else None
+        own: list[Listener] = [self.heartbeat, self.counter] if self.counter else []
         #: The worker's metrics (its registry, and the port once running), or None.
         self.metrics = None
         if metrics_port is not None:
@@ -183,6 +185,8 @@ class Worker:
             )
         log.info("worker started: types %s, namespace %s", ", ".join(self._runners), app.namespace)
         app.pollers.workers_running += 1
+        if self.counter is not None:
+            app.events.on("error", self.counter.poller_error)
         try:
             async with asyncio.TaskGroup() as group:
                 helpers = [
@@ -209,6 +213,8 @@ class Worker:
                     await _log_problems(finish, "finish the worker's records")
         finally:
             app.pollers.workers_running -= 1
+            if self.counter is not None:
+                app.events.off("error", self.counter.poller_error)
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
             if self.metrics is not None:
