@@ -18,6 +18,7 @@ install: package
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@scripts/ensure-redis
 	@scripts/ensure-postgres
+	@scripts/ensure-chromium
 
 check: install
 	$(BIN)/ruff format --check src tests bench examples

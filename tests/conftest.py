@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +22,15 @@ def redis_server() -> Iterator[RedisServer]:
 @pytest.fixture
 def redis_url(redis_server: RedisServer) -> str:
     return redis_server.url
+
+
+@pytest.fixture(params=["redis", "sqlite"])
+def redis_or_sqlite_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test twice: on the session's redis-server, and on a fresh SQLite file."""
+    if request.param == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        return server.url
+    return f"sqlite:///{tmp_path / 'duetime.db'}"
 
 
 @pytest.fixture

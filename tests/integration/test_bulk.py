@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
@@ -18,15 +17,9 @@ from tests.helpers import make_dead
 MANY = 3000
 
 
-@pytest.fixture(params=["redis", "sqlite"])
-async def app(
-    request: pytest.FixtureRequest, tmp_path: Path, namespace: str
-) -> AsyncIterator[duetime.App]:
-    if request.param == "redis":
-        url = request.getfixturevalue("redis_url")
-    else:
-        url = f"sqlite:///{tmp_path / 'duetime.db'}"
-    app = duetime.App(url, namespace=namespace)
+@pytest.fixture
+async def app(redis_or_sqlite_url: str, namespace: str) -> AsyncIterator[duetime.App]:
+    app = duetime.App(redis_or_sqlite_url, namespace=namespace)
     app.declare("mail", "report")
     app.declare("split", partitions=4)
     yield app

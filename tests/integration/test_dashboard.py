@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator
-from pathlib import Path
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -23,7 +22,6 @@ from duetime.web import create_app
 from duetime.web.guard import Access
 from duetime.web.serve import access_for
 from tests.helpers import make_dead
-from tests.servers import RedisServer
 
 ORIGIN = "http://127.0.0.1:8787"
 TOKEN = "t0ken-for-tests"
@@ -32,12 +30,9 @@ ODD_ID = "a/b?c#d é"
 SAME = {"origin": ORIGIN}
 
 
-@pytest.fixture(params=["redis", "sqlite"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "redis":
-        server: RedisServer = request.getfixturevalue("redis_server")
-        return server.url
-    return f"sqlite:///{tmp_path / 'duetime.db'}"
+@pytest.fixture
+def url(redis_or_sqlite_url: str) -> str:
+    return redis_or_sqlite_url
 
 
 @pytest.fixture

@@ -31,15 +31,9 @@ FAST = duetime.Backoff(base=timedelta(milliseconds=20), jitter=0)
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-@pytest.fixture(params=["redis", "sqlite"])
-async def app(
-    request: pytest.FixtureRequest, tmp_path: Path, namespace: str
-) -> AsyncIterator[duetime.App]:
-    if request.param == "redis":
-        url = request.getfixturevalue("redis_url")
-    else:
-        url = f"sqlite:///{tmp_path / 'duetime.db'}"
-    app = duetime.App(url, namespace=namespace)
+@pytest.fixture
+async def app(redis_or_sqlite_url: str, namespace: str) -> AsyncIterator[duetime.App]:
+    app = duetime.App(redis_or_sqlite_url, namespace=namespace)
     yield app
     await app.close()
 

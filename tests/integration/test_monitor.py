@@ -17,12 +17,9 @@ from tests.helpers import eventually, running
 from tests.servers import RedisServer
 
 
-@pytest.fixture(params=["redis", "sqlite"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "redis":
-        server: RedisServer = request.getfixturevalue("redis_server")
-        return server.url
-    return f"sqlite:///{tmp_path / 'duetime.db'}"
+@pytest.fixture
+def url(redis_or_sqlite_url: str) -> str:
+    return redis_or_sqlite_url
 
 
 async def test_a_running_worker_is_listed_with_what_it_runs_and_gone_when_it_stops(

@@ -18,8 +18,12 @@
     const opts = {
       width: Math.max(el.clientWidth, 320),
       height: 180,
+      // Times in UTC, as the tables show them.
+      tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"),
+      // Points shown: a minute with data between empty minutes (null) is still drawn.
       series: [{}].concat(names.map((name, i) => ({
         label: name, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: false,
+        points: { show: true, size: 4 },
       }))),
       axes: [{}, { label: el.dataset.unit || "" }],
       legend: { live: false },
