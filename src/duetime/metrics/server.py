@@ -20,7 +20,6 @@ from prometheus_client import CollectorRegistry
 from duetime.errors import ConfigError, ValidationError
 from duetime.metrics.listener import MetricsListener
 from duetime.metrics.store import StoreGauges, exposition
-from duetime.worker.worker import DEFAULT_METRICS_HOST as DEFAULT_HOST
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -48,7 +47,7 @@ class WorkerMetrics:
     """
 
     def __init__(
-        self, app: Client, types: Sequence[str], *, host: str = DEFAULT_HOST, port: int
+        self, app: Client, types: Sequence[str], *, host: str, port: int
     ) -> None:
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
             raise ValidationError(
