@@ -341,17 +341,15 @@ async def test_sentinel_failover_with_replicated_durability_loses_no_acknowledge
         show(run, "sentinel failover, durability=replicated")
         assert_no_task_lost(run, workers)
         assert not run.other_errors, run.other_errors
-        # A run should repeat only when the kill caught it: in flight, or resent by the
-        # producer. Most runs repeat 0 to 50; one run of about ten, after other fault tests
-        # in the same session, repeated 1,003 (none lost), for a reason not found yet: the
-        # bound here is loose until it is, and the figure is printed above.
-        assert len(run.twice - run.resent) <= SENTINEL_REPEATS_BOUND, sorted(run.twice)[:20]
+        # A run repeats only what the kill caught in flight, or what the producer resent.
+        # One earlier run repeated 1,003 (none lost); the likely cause, a new connection
+        # sent by the failover's leader sentinel to the restarted old primary, is fixed
+        # (sentinel.py skips a sentinel whose record says a failover is in progress), and
+        # 19 runs since repeated 0 or 1 (docs: the note).
+        assert len(run.twice - run.resent) <= IN_FLIGHT, sorted(run.twice)[:20]
     finally:
         await app.close()
 
-
-#: See the Sentinel test: the repeats seen once, with room.
-SENTINEL_REPEATS_BOUND = TASKS // 5
 
 
 # -- Redis Cluster --------------------------------------------------------------------------
