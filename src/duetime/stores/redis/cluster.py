@@ -165,8 +165,10 @@ class ClusterScriptRunner:
         for attempt in range(1, CLUSTER_RETRIES + 1):
             try:
                 return check_reply(await self._send(script, keys, values))
-            except AttributeError as exc:
-                if not raised_in_driver(exc):
+            except (AttributeError, rexc.ClusterError) as exc:
+                # ClusterError: redis-py followed redirections until its TTL ran out (a
+                # resharding under way); AttributeError: see raised_in_driver.
+                if isinstance(exc, AttributeError) and not raised_in_driver(exc):
                     raise
                 if attempt == CLUSTER_RETRIES:
                     raise StoreUnavailable(f"Redis Cluster unavailable: {exc!r}") from exc

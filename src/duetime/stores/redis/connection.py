@@ -51,7 +51,9 @@ def store_error(exc: BaseException, what: str) -> StoreError:
     """The duetime error for a redis-py (or socket) exception raised during ``what``."""
     if isinstance(exc, rexc.ConnectionError | rexc.TimeoutError | OSError):
         return StoreUnavailable(f"Redis unavailable during {what}: {exc}")
-    moving = (rexc.MovedError, rexc.AskError, rexc.TryAgainError, rexc.ClusterDownError)
+    # ClusterError: also redis-py's "TTL exhausted." after as many redirections as it
+    # follows (MOVED, ASK, TRYAGAIN), as a resharding can cause: nothing was run.
+    moving = (rexc.MovedError, rexc.AskError, rexc.TryAgainError, rexc.ClusterError)
     if isinstance(exc, moving) or str(exc).startswith("NOREPLICAS"):
         # Refused for now (a primary without enough replicas, a cluster in a failover):
         # nothing was written, and the same call later is safe.
