@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 import duetime
+from tests.postgres import fresh_schema
 from tests.servers import RedisCluster, RedisServer, SentinelGroup
 
-STORES = ("redis", "sqlite", "sentinel", "cluster")
+STORES = ("redis", "sqlite", "sentinel", "cluster", "postgres")
 
 
 @pytest.fixture(params=STORES)
@@ -24,7 +25,16 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "cluster":
         cluster: RedisCluster = request.getfixturevalue("redis_cluster")
         return cluster.cluster_url
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
     return f"sqlite:///{tmp_path / 'duetime.db'}"
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A schema of its own on the local PostgreSQL, dropped after the test."""
+    with fresh_schema() as url:
+        yield url
 
 
 @pytest.fixture
