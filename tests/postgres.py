@@ -6,9 +6,14 @@ each test in a schema of its own with a random name, dropped at the end.
 
 from __future__ import annotations
 
+import os
+import pwd
+import shutil
+import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -56,3 +61,81 @@ def fresh_schema(database: str = DATABASE) -> Iterator[str]:
     finally:
         with admin(database) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+class PrivateCluster:
+    """A throwaway PostgreSQL cluster of the test's own (initdb in a temporary directory, a
+    free port), which a test may stop, kill and restart: the machine's shared server is
+    never restarted. Run as the ``postgres`` user when the tests run as root (PostgreSQL
+    refuses to run as root).
+    """
+
+    def __init__(self, folder: Path, port: int) -> None:
+        self.folder = folder
+        self.data = folder / "data"
+        self.port = port
+        self.bindir = _bindir()
+        self.log = folder / "server.log"
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        command = [str(self.bindir / args[0]), *args[1:]]
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "postgres", "--", *command]
+        return subprocess.run(command, capture_output=True, text=True, check=check, timeout=60)
+
+    def create(self) -> PrivateCluster:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() == 0:
+            shutil.chown(self.folder, "postgres", "postgres")
+        self._run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "--no-sync")
+        self.start()
+        return self
+
+    def start(self) -> None:
+        options = f"-p {self.port} -k {self.folder} -c listen_addresses=127.0.0.1 -c fsync=on"
+        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.log), "-w",
+                  "start")  # fmt: skip
+
+    def stop(self, mode: str = "fast") -> None:
+        """Stop the server: ``fast`` (ends sessions, checkpoints) or ``immediate`` (as a
+        crash: no checkpoint, WAL replay at the next start)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
+
+    def cleanup(self) -> None:
+        if self.data.exists():
+            self.stop("immediate")
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _bindir() -> Path:
+    """Where initdb and pg_ctl are: pg_config's bindir, else the PATH."""
+    try:
+        found = subprocess.run(
+            ["pg_config", "--bindir"], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        found = ""
+    for folder in (found, *(os.environ.get("PATH", "").split(os.pathsep))):
+        if folder and (Path(folder) / "initdb").exists() and (Path(folder) / "pg_ctl").exists():
+            return Path(folder)
+    raise FileNotFoundError("initdb and pg_ctl")
+
+
+def private_cluster_problem() -> str:
+    """Why a private cluster cannot be made here, or "" when it can."""
+    try:
+        _bindir()
+    except FileNotFoundError:
+        return "PostgreSQL's initdb and pg_ctl are not installed (pg_config --bindir, PATH)"
+    if os.geteuid() == 0:
+        if shutil.which("runuser") is None:
+            return "running as root without runuser, and PostgreSQL refuses to run as root"
+        try:
+            pwd.getpwnam("postgres")
+        except KeyError:
+            return "running as root and there is no postgres user to run a cluster as"
+    return ""
