@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from duetime.errors import ConfigError
 
@@ -86,7 +86,7 @@ def parse_postgres_url(url: str, *, namespace: str) -> PostgresConfig:
             ours[key] = value
     if not any(key == "connect_timeout" for key, _ in rest):
         rest.append(("connect_timeout", str(DEFAULT_CONNECT_TIMEOUT)))
-    conninfo = parts._replace(query=urlencode(rest)).geturl()
+    conninfo = parts._replace(query=urlencode(rest, quote_via=quote)).geturl()
     return PostgresConfig(
         conninfo=conninfo,
         schema=_schema(ours.get("schema", DEFAULT_SCHEMA)),

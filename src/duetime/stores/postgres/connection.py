@@ -84,41 +84,46 @@ class Database:
         )
 
     async def open(self) -> list[str]:
-        """Open the pool, check the server and migrate the schema; returns the settings
-        read (fsync, synchronous_commit, full_page_writes).
+        """Check the server and migrate the schema on a connection of its own (so that a
+        refused connection says why at once), then open the pool; returns what the
+        server's settings may lose (see :func:`read_settings`).
 
         Raises:
-            StoreUnavailable: no connection within POOL_TIMEOUT_SECONDS.
+            StoreUnavailable: the server cannot be reached or refuses the connection.
             ConfigError: the server is too old.
             SchemaError: see :func:`schema.migrate`.
         """
         from duetime.stores.postgres import schema
 
+        config = self.config
+        try:
+            async with await psycopg.AsyncConnection.connect(
+                config.conninfo, autocommit=True, **connect_kwargs(config)
+            ) as conn:
+                version = conn.info.server_version
+                if version < MIN_SERVER:
+                    raise ConfigError(
+                        f"PostgreSQL {version // 10000} is too old: duetime needs "
+                        f"{MIN_SERVER // 10000} or newer"
+                    )
+                await schema.migrate(conn, config.schema)
+                found = await read_settings(conn)
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(
+                f"PostgreSQL {config.shown} does not answer or refuses the connection: "
+                f"{_one_line(exc)}"
+            ) from exc
+        except psycopg.Error as exc:
+            raise map_error(exc, "open", config) from exc
         try:
             await self.pool.open(wait=True, timeout=POOL_TIMEOUT_SECONDS)
         except psycopg_pool.PoolTimeout as exc:
             await self.pool.close()
             raise StoreUnavailable(
-                f"PostgreSQL {self.config.shown} does not answer (no connection within "
-                f"{POOL_TIMEOUT_SECONDS:g} s): is the server running, and does the URL name "
-                "its host, port, user and database?"
+                f"PostgreSQL {config.shown} does not answer (no pool connection within "
+                f"{POOL_TIMEOUT_SECONDS:g} s)"
             ) from exc
-
-        async def prepare(conn: Conn) -> list[str]:
-            version = conn.info.server_version
-            if version < MIN_SERVER:
-                raise ConfigError(
-                    f"PostgreSQL {version // 10000} is too old: duetime needs "
-                    f"{MIN_SERVER // 10000} or newer"
-                )
-            await schema.migrate(conn, self.config.schema)
-            return await read_settings(conn)
-
-        try:
-            return await self.run("open", prepare)
-        except BaseException:
-            await self.pool.close()
-            raise
+        return found
 
     async def close(self) -> None:
         await self.pool.close()
