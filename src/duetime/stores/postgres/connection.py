@@ -134,7 +134,8 @@ class Database:
         A job that fails because its connection was dropped (the server restarted, or an
         administrator ended the backend) runs once more on another connection: a pooled
         connection is found dead only when used. Every job may run twice (see
-        ``Store``), and one that fails this way was rolled back or never ran.
+        ``Store``): one that fails this way never ran, was rolled back, or committed and
+        lost its reply.
         """
         for attempt in (1, 2):
             conn: Conn | None = None
