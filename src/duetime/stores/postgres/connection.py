@@ -123,6 +123,7 @@ class Database:
                 f"PostgreSQL {config.shown} does not answer (no pool connection within "
                 f"{POOL_TIMEOUT_SECONDS:g} s)"
             ) from exc
+        log.info("PostgreSQL store open: %s (schema %s)", config.shown, config.schema)
         return found
 
     async def close(self) -> None:
