@@ -52,10 +52,11 @@ async def migrate(
             )
         if current == latest:
             return current
-        if current == 0:
-            await conn.execute(
-                sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(schema))
-            )
+        cur = await conn.execute(b"SELECT to_regnamespace(%s) IS NULL", (schema,))
+        missing = await cur.fetchone()
+        if missing is not None and missing[0]:  # created only when missing: a user who may
+            # not create schemas can still use one an administrator made for duetime
+            await conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
         for migration in migrations:
             if migration.version <= current:
                 continue
