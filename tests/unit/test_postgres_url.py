@@ -13,14 +13,15 @@ from duetime.stores.postgres.store import PostgresStore
 def test_defaults_and_options() -> None:
     config = parse_postgres_url("postgresql://u:pw@db:5433/app", namespace="n")
     assert (config.schema, config.pool_size, config.namespace) == ("duetime", 10, "n")
-    assert config.conninfo == "postgresql://u:pw@db:5433/app?connect_timeout=5"
+    keepalives = "keepalives=1&keepalives_idle=10&keepalives_interval=5&keepalives_count=3"
+    assert config.conninfo == f"postgresql://u:pw@db:5433/app?connect_timeout=5&{keepalives}"
     assert "pw" not in config.shown
     other = parse_postgres_url(
         "postgres://db/app?sslmode=require&schema=jobs&pool_size=4&connect_timeout=2",
         namespace="n",
     )
     assert (other.schema, other.pool_size) == ("jobs", 4)
-    assert other.conninfo == "postgres://db/app?sslmode=require&connect_timeout=2"
+    assert other.conninfo == f"postgres://db/app?sslmode=require&connect_timeout=2&{keepalives}"
 
 
 def test_channels_differ_by_schema_and_namespace() -> None:

@@ -15,9 +15,17 @@ DEFAULT_SCHEMA = "duetime"
 #: by side, each a short statement, so a handful serves hundreds of running tasks.
 DEFAULT_POOL_SIZE = 10
 MAX_POOL_SIZE = 1000
-#: libpq's connect_timeout (seconds) unless the URL sets one: an unreachable server fails
-#: the call rather than hanging it.
-DEFAULT_CONNECT_TIMEOUT = 5
+#: libpq settings unless the URL sets them. connect_timeout (s): an unreachable server
+#: fails the call rather than hanging it. TCP keepalives: a connection whose server
+#: vanished without closing it (a network cut, a dead host) is found dead within about
+#: 10 + 3 * 5 s, rather than the system's two hours, so a worker's call fails and retries.
+LIBPQ_DEFAULTS = (
+    ("connect_timeout", "5"),
+    ("keepalives", "1"),
+    ("keepalives_idle", "10"),
+    ("keepalives_interval", "5"),
+    ("keepalives_count", "3"),
+)
 #: A plain identifier: lower case, so that it needs no quoting in psql either, and short
 #: enough for PostgreSQL's 63-byte names.
 _SCHEMA = re.compile(r"[a-z_][a-z0-9_]{0,62}")
@@ -84,8 +92,8 @@ def parse_postgres_url(url: str, *, namespace: str) -> PostgresConfig:
             raise ConfigError(f"PostgreSQL URL option {key!r} is given twice")
         else:
             ours[key] = value
-    if not any(key == "connect_timeout" for key, _ in rest):
-        rest.append(("connect_timeout", str(DEFAULT_CONNECT_TIMEOUT)))
+    given = {key for key, _ in rest}
+    rest += [(key, value) for key, value in LIBPQ_DEFAULTS if key not in given]
     conninfo = parts._replace(query=urlencode(rest, quote_via=quote)).geturl()
     return PostgresConfig(
         conninfo=conninfo,
