@@ -16,7 +16,12 @@ from duetime.stores.postgres.config import parse_postgres_url
 from duetime.stores.postgres.store import PostgresStore
 from tests.postgres import fresh_schema
 
-CLAIM = {"lease_ms": 30_000, "max_stalls": 3, "at_most_once": False}
+
+async def _claim(store: PostgresStore, now: int, limit: int) -> list[tuple[str, int]]:
+    batch = await store.claim(
+        "work", now_ms=now, limit=limit, lease_ms=30_000, max_stalls=3, at_most_once=False
+    )
+    return [(c.id, c.token) for c in batch.claims]
 
 
 @pytest.fixture
@@ -42,12 +47,11 @@ async def test_a_claim_skips_a_row_another_transaction_holds(url: str) -> None:
         with psycopg.connect(config.conninfo, options=f"-c search_path={config.schema}") as held:
             held.execute(b"SELECT id FROM tasks WHERE id = 'a' FOR UPDATE")  # a transaction
             started = time.monotonic()
-            batch = await store.claim("work", now_ms=now, limit=3, **CLAIM)
+            claimed = await _claim(store, now, 3)
             assert time.monotonic() - started < 1.0
-            assert [c.id for c in batch.claims] == ["b", "c"]
+            assert [task_id for task_id, _ in claimed] == ["b", "c"]
             held.rollback()
-        batch = await store.claim("work", now_ms=now, limit=3, **CLAIM)
-        assert [c.id for c in batch.claims] == ["a"]
+        assert [task_id for task_id, _ in await _claim(store, now, 3)] == ["a"]
     finally:
         await store.close()
 
@@ -62,10 +66,10 @@ async def test_claimers_at_once_share_no_task_and_no_token(url: str) -> None:
         async def drain(store: PostgresStore) -> list[tuple[str, int]]:
             got: list[tuple[str, int]] = []
             while True:
-                batch = await store.claim("work", now_ms=now, limit=50, **CLAIM)
-                if not batch.claims:
+                claimed = await _claim(store, now, 50)
+                if not claimed:
                     return got
-                got += [(c.id, c.token) for c in batch.claims]
+                got += claimed
 
         results = await asyncio.gather(*(drain(store) for store in stores))
         ids = [task_id for got in results for task_id, _ in got]
