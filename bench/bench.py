@@ -2,6 +2,7 @@
 
     python bench/bench.py                      # Redis (its own redis-server) and SQLite
     python bench/bench.py --stores redis --runs 3
+    python bench/bench.py --stores postgres    # the PostgreSQL at --postgres-url
 
 W1  tasks scheduled per second: one ``schedule`` call per task, and ``schedule_many``;
     for Redis also a bare redis-py loop of single ZADDs, for the ratio, run in blocks
@@ -16,7 +17,9 @@ W5  cron lateness (handler start minus tick): 20 every-second schedules for 30 s
     ticks, 20 at each second); --w5-schedules 200 makes a burst of 200 ticks a second.
 
 Redis runs as a redis-server this script starts on a free port (no persistence, like the
-peer harness), never the machine's shared one. The worker processes start from compiled
+peer harness), never the machine's shared one. PostgreSQL is the server at
+``--postgres-url`` (the local one by default), each run in a schema of its own, dropped
+at the end. The worker processes start from compiled
 bytecode, as an installed package does: the script compiles ``src/`` first, since
 PYTHONDONTWRITEBYTECODE (set on some machines) would otherwise have every worker compile
 duetime anew.
@@ -260,6 +263,22 @@ async def run_store(name: str, url: str, args: argparse.Namespace, tmp: Path) ->
     return result
 
 
+def run_postgres(args: argparse.Namespace, tmp: Path) -> dict[str, object]:
+    """The workloads in a schema of their own, dropped afterwards."""
+    import psycopg
+    from psycopg import sql
+
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+    sep = "&" if "?" in args.postgres_url else "?"
+    try:
+        return asyncio.run(
+            run_store("postgres", f"{args.postgres_url}{sep}schema={schema}", args, tmp)
+        )
+    finally:
+        with psycopg.connect(args.postgres_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
 def main() -> None:
     global CONCURRENCY, METRICS
     parser = argparse.ArgumentParser(
@@ -286,6 +305,11 @@ def main() -> None:
         action="store_true",
         help="the workers keep and serve Prometheus metrics (to measure what they cost)",
     )
+    parser.add_argument(
+        "--postgres-url",
+        default="postgresql://postgres@127.0.0.1:5432/test",
+        help="the PostgreSQL database the postgres store runs in (a schema per run)",
+    )
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args()
     compileall.compile_dir(ROOT / "src", quiet=1)
@@ -301,6 +325,8 @@ def main() -> None:
                 elif store == "sqlite":
                     url = f"sqlite:///{tmp / f'bench-{run}.db'}"
                     result = asyncio.run(run_store("sqlite", url, args, tmp))
+                elif store == "postgres":
+                    result = run_postgres(args, tmp)
                 else:
                     raise SystemExit(f"unknown store {store!r}")
                 result["run"] = run

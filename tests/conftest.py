@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 import duetime
+from tests.postgres import fresh_schema
 from tests.servers import RedisCluster, RedisServer, SentinelGroup
 
 
@@ -31,6 +32,25 @@ def redis_or_sqlite_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         server: RedisServer = request.getfixturevalue("redis_server")
         return server.url
     return f"sqlite:///{tmp_path / 'duetime.db'}"
+
+
+@pytest.fixture(params=["redis", "sqlite", "postgres"])
+def any_store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Each test on the three stores: the session's redis-server, a fresh SQLite file, and
+    a fresh schema on the local PostgreSQL."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
+    if request.param == "redis":
+        server: RedisServer = request.getfixturevalue("redis_server")
+        return server.url
+    return f"sqlite:///{tmp_path / 'duetime.db'}"
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A schema of its own on the local PostgreSQL, dropped after the test."""
+    with fresh_schema() as url:
+        yield url
 
 
 @pytest.fixture

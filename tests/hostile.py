@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
+import psycopg
 import redis
 import redis.cluster
 import redis.sentinel
 
+from duetime.stores.postgres.config import parse_postgres_url
 from duetime.stores.redis.cluster import parse_cluster_url
 from duetime.stores.redis.keys import type_keys, wake_channel
 from duetime.stores.redis.sentinel import parse_sentinel_url
@@ -112,8 +114,74 @@ class RawSqlite:
         self.conn.close()
 
 
+class RawPostgres:
+    """Writes into the PostgreSQL store's tables. Its columns are typed: text is valid UTF-8
+    without NUL, times and tokens are 64-bit integers. A value they cannot hold cannot be
+    in the store, so it is left out (the task keeps what it had)."""
+
+    #: Whether any bytes can be written as a record (no: PostgreSQL checks the encoding).
+    takes_any_bytes = False
+
+    def __init__(self, url: str, namespace: str) -> None:
+        self.config = parse_postgres_url(url, namespace=namespace)
+        self.conn: psycopg.Connection[Any] = psycopg.connect(
+            self.config.conninfo,
+            autocommit=True,
+            options=f"-c search_path={self.config.schema}",
+        )
+        self.namespace = namespace
+
+    def _set(self, task_type: str, task_id: str, assignments: str, *values: object) -> None:
+        statement = (
+            f"UPDATE tasks SET {assignments} WHERE qid = (SELECT qid FROM queues"
+            " WHERE namespace = %s AND type = %s) AND id = %s"
+        )
+        self.conn.execute(statement.encode(), (*values, self.namespace, task_type, task_id))
+
+    def set_record(self, task_type: str, task_id: str, value: bytes) -> None:
+        try:
+            text = value.decode()
+        except UnicodeDecodeError:
+            return
+        if "\0" not in text:
+            self._set(task_type, task_id, "record = %s", text)
+
+    def set_due(self, task_type: str, task_id: str, score: float) -> None:
+        if score == score and abs(score) < 2**63 - 1024:  # not NaN, and fits a bigint
+            self._set(task_type, task_id, "due_ms = %s", int(score))
+
+    def set_running(self, task_type: str, task_id: str, deadline: float, lease: bytes) -> None:
+        try:
+            token = int(lease)
+        except ValueError:
+            return
+        if abs(token) < 2**63 and deadline == deadline and abs(deadline) < 2**63 - 1024:
+            ms = int(deadline)
+            self._set(
+                task_type,
+                task_id,
+                "token = %s, claimed_due_ms = %s, deadline_ms = %s",
+                token,
+                ms,
+                ms,
+            )
+
+    def publish_wake(self, data: bytes) -> None:
+        try:
+            payload = data.decode()
+        except UnicodeDecodeError:
+            return
+        if "\0" not in payload:
+            self.conn.execute("SELECT pg_notify(%s, %s)", (self.config.channel, payload))
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def raw_for(store_url: str, namespace: str) -> Raw:
     """A raw writer into the store that ``store_url`` names."""
     if store_url.startswith("sqlite:"):
         return RawSqlite(parse_sqlite_url(store_url, namespace=namespace).path, namespace)
+    if store_url.startswith(("postgresql:", "postgres:")):
+        return RawPostgres(store_url, namespace)
     return RawRedis(store_url, namespace)

@@ -10,7 +10,7 @@ import pytest
 import duetime
 from tests.servers import RedisCluster, RedisServer, SentinelGroup
 
-STORES = ("redis", "sqlite", "sentinel", "cluster")
+STORES = ("redis", "sqlite", "sentinel", "cluster", "postgres")
 
 
 @pytest.fixture(params=STORES)
@@ -24,6 +24,8 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "cluster":
         cluster: RedisCluster = request.getfixturevalue("redis_cluster")
         return cluster.cluster_url
+    if request.param == "postgres":
+        return str(request.getfixturevalue("postgres_url"))
     return f"sqlite:///{tmp_path / 'duetime.db'}"
 
 

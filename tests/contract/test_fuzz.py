@@ -25,7 +25,7 @@ import duetime
 from duetime.cli import main
 from duetime.clock import MAX_MS, MIN_MS
 from tests.helpers import eventually, running
-from tests.hostile import RawRedis, RawSqlite, raw_for
+from tests.hostile import RawPostgres, RawRedis, RawSqlite, raw_for
 
 GOOD = 8
 
@@ -160,7 +160,7 @@ def _reported(info: duetime.TaskInfo | None) -> bool:
 
 
 def _wake(raw: object, message: bytes) -> None:
-    if isinstance(raw, RawRedis):
+    if isinstance(raw, RawRedis | RawPostgres):
         raw.publish_wake(message)
     elif isinstance(raw, RawSqlite):
         raw.conn.execute(

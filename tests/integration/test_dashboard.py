@@ -1,4 +1,4 @@
-"""The dashboard over HTTP, on Redis and SQLite: what each page shows, that nothing from the
+"""The dashboard over HTTP, on Redis, SQLite and PostgreSQL: what each page shows, that nothing from the
 store is taken as HTML, that ids travel encoded both ways, that thousands of dead tasks page,
 and who may change what (the token, the origin, the host, read-only). Requests go through
 the real Starlette app in this process (httpx's ASGI transport); the browser tests drive the
@@ -31,8 +31,8 @@ SAME = {"origin": ORIGIN}
 
 
 @pytest.fixture
-def url(redis_or_sqlite_url: str) -> str:
-    return redis_or_sqlite_url
+def url(any_store_url: str) -> str:
+    return any_store_url
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Live workers and the last hour's counts, as a user reads them with ``App.workers()`` and
-``App.history()``: from another App than the workers', on Redis and SQLite."""
+``App.history()``: from another App than the workers', on Redis, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from tests.servers import RedisServer
 
 
 @pytest.fixture
-def url(redis_or_sqlite_url: str) -> str:
-    return redis_or_sqlite_url
+def url(any_store_url: str) -> str:
+    return any_store_url
 
 
 async def test_a_running_worker_is_listed_with_what_it_runs_and_gone_when_it_stops(

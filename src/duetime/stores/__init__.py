@@ -24,6 +24,7 @@ REDIS_SCHEMES = (
     "redis+cluster",
     "rediss+cluster",
 )
+POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
 def resolve_url(url: str | None) -> str:
@@ -61,10 +62,24 @@ def open_store(
         from duetime.stores.sqlite.store import SqliteStore, parse_sqlite_url
 
         return SqliteStore(parse_sqlite_url(url, namespace=namespace))
+    if scheme in POSTGRES_SCHEMES:
+        return _postgres(url, namespace)
     raise ConfigError(
         f"unknown store URL scheme {scheme or '(none)'!r} in {redact(url)!r}: use redis://, "
-        "rediss://, unix://, redis+sentinel://, redis+cluster:// or sqlite:///path"
+        "rediss://, unix://, redis+sentinel://, redis+cluster://, postgresql:// or "
+        "sqlite:///path"
     )
+
+
+def _postgres(url: str, namespace: str) -> Store:
+    try:
+        from duetime.stores.postgres.store import PostgresStore, parse_postgres_url
+    except ImportError as exc:
+        raise ConfigError(
+            f"the PostgreSQL store needs psycopg 3 and its pool ({exc}): install duetime's "
+            "postgres extra, pip install 'duetime[postgres]'"
+        ) from exc
+    return PostgresStore(parse_postgres_url(url, namespace=namespace))
 
 
 def redact(url: str) -> str:

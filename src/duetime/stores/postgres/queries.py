@@ -1,0 +1,71 @@
+"""The SQL statements of the PostgreSQL store, read once from ``sql/*.sql``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from importlib import resources
+
+
+@dataclass(frozen=True, slots=True)
+class Queries:
+    """Every statement the store runs, one per file named as the field; each file's header
+    lists its parameters and what it returns. Held as bytes, without the comment lines, as
+    psycopg takes them (it reads ``%(name)s`` placeholders anywhere in the text)."""
+
+    schema_version: bytes
+    record_migration: bytes
+    settings: bytes
+    now_ms: bytes
+    find_queue: bytes
+    add_queue: bytes
+    head_due: bytes
+    wake: bytes
+    schedule: bytes
+    records: bytes
+    cancel: bytes
+    get: bytes
+    lock_task: bytes
+    remove_entry: bytes
+    revive: bytes
+    is_dead: bytes
+    hasten: bytes
+    extend_lease: bytes
+    list_due: bytes
+    list_running: bytes
+    list_dead: bytes
+    count: bytes
+    active_ids: bytes
+    next_ms: bytes
+    reap: bytes
+    vacate: bytes
+    claim: bytes
+    settle_drop: bytes
+    settle: bytes
+    file_dead: bytes
+    add_schedule_name: bytes
+    remove_schedule_name: bytes
+    schedule_names: bytes
+    task_types: bytes
+    beat: bytes
+    leave: bytes
+    live_workers: bytes
+    add_counts: bytes
+    read_counts: bytes
+
+
+def _load() -> Queries:
+    folder = resources.files("duetime.stores.postgres") / "sql"
+    names = [f.name for f in fields(Queries)]
+    found = {e.name[: -len(".sql")] for e in folder.iterdir() if e.name.endswith(".sql")}
+    if found != set(names):
+        raise RuntimeError(f"sql/ does not match Queries: {sorted(found ^ set(names))}")
+    return Queries(*(strip((folder / f"{name}.sql").read_text()) for name in names))
+
+
+def strip(text: str) -> bytes:
+    """A statement without its comment lines, as bytes."""
+    lines = (line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    return "\n".join(lines).strip().encode()
+
+
+Q = _load()

@@ -1,0 +1,30 @@
+-- claim: lease the earliest due tasks of a type, up to a limit, in one statement. Rows
+-- another claim holds are skipped (FOR UPDATE SKIP LOCKED), so claimers of one type do
+-- not wait for each other. Each picked task moves from due to running with a new
+-- fencing token and the lease deadline; claiming an id whose earlier run still holds a
+-- lease (it was rescheduled while it ran) takes the lease over, and that run's outcomes
+-- become stale. A due row without a record cannot run: it goes to the dead letters with
+-- the reason (never dropped silently).
+-- Parameters: %(qid)s, %(horizon)s (now, plus the claim's look-ahead), %(limit)s,
+-- %(deadline)s, %(now)s.
+-- Returns rows: id, token (NULL when moved aside), stalls, due ms it is claimed at,
+-- record. Not in order: the caller sorts them.
+WITH picked AS (
+    SELECT id FROM tasks
+    WHERE qid = %(qid)s AND due_ms <= %(horizon)s
+    ORDER BY due_ms, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE tasks AS t
+SET due_ms = NULL,
+    token = CASE WHEN t.record IS NULL THEN t.token ELSE nextval('tokens') END,
+    claimed_due_ms = CASE WHEN t.record IS NULL THEN t.claimed_due_ms ELSE t.due_ms END,
+    deadline_ms = CASE WHEN t.record IS NULL THEN t.deadline_ms ELSE %(deadline)s END,
+    dead_ms = CASE WHEN t.record IS NULL THEN %(now)s ELSE t.dead_ms END,
+    error = CASE WHEN t.record IS NULL THEN 'no record for this id: moved aside'
+                 ELSE t.error END
+FROM picked
+WHERE t.qid = %(qid)s AND t.id = picked.id
+RETURNING t.id, CASE WHEN t.record IS NULL THEN NULL ELSE t.token END, t.stalls,
+          t.claimed_due_ms, t.record

@@ -1,0 +1,10 @@
+-- file_dead: file dead letters under ids of their own (a failed occurrence of a periodic
+-- task, whose series goes on under the task's id). An existing id takes the dead
+-- letter's time, record and error, and keeps its other parts.
+-- Parameters: %(qid)s, %(now)s; arrays of one length: %(ids)s, %(records)s, %(errors)s.
+INSERT INTO tasks AS t (qid, id, dead_ms, record, error)
+SELECT %(qid)s, d.id, %(now)s, d.record, d.error
+FROM unnest(%(ids)s::text[], %(records)s::text[], %(errors)s::text[])
+    AS d (id, record, error)
+ON CONFLICT (qid, id) DO UPDATE
+SET dead_ms = excluded.dead_ms, record = excluded.record, error = excluded.error

@@ -1,0 +1,42 @@
+-- reap: end the expired leases of a type (at most %(batch)s of them, earliest first, and
+-- none another claim is reaping), as the first step of a claim.
+--
+-- Each expired run gets a verdict:
+--   ended         the task was rescheduled (it is due) or cancelled (no record) while it
+--                 ran: the lease just ends;
+--   at_most_once  at-most-once delivery: to the dead letters, never to run again;
+--   stalled_out   its stalls, one more now, exceed max_stalls: to the dead letters;
+--   requeue       one more stall, and due again at the due time it was claimed at (so
+--                 it keeps its occurrence, and a series its phase).
+--
+-- Parameters: %(qid)s, %(now)s (ms), %(max_stalls)s, %(at_most_once)s (boolean),
+-- %(batch)s.
+-- Returns one row per reaped lease: id, and whether the row is now vacant (neither due
+-- nor dead: delete it with vacate.sql).
+WITH expired AS (
+    SELECT id,
+           CASE WHEN due_ms IS NOT NULL OR record IS NULL THEN 'ended'
+                WHEN %(at_most_once)s THEN 'at_most_once'
+                WHEN stalls + 1 > %(max_stalls)s THEN 'stalled_out'
+                ELSE 'requeue' END AS verdict
+    FROM tasks
+    WHERE qid = %(qid)s AND deadline_ms <= %(now)s
+    ORDER BY deadline_ms, id
+    LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE tasks AS t
+SET token = NULL,
+    claimed_due_ms = NULL,
+    deadline_ms = NULL,
+    stalls = t.stalls + (v.verdict IN ('requeue', 'stalled_out'))::integer,
+    due_ms = CASE v.verdict WHEN 'requeue' THEN t.claimed_due_ms ELSE t.due_ms END,
+    dead_ms = CASE WHEN v.verdict IN ('at_most_once', 'stalled_out') THEN %(now)s
+                   ELSE t.dead_ms END,
+    error = CASE v.verdict
+        WHEN 'at_most_once' THEN 'lease expired; not run again (at-most-once delivery)'
+        WHEN 'stalled_out' THEN 'stalled: its lease expired ' || (t.stalls + 1) || ' times'
+        ELSE t.error END
+FROM expired AS v
+WHERE t.qid = %(qid)s AND t.id = v.id
+RETURNING t.id, t.due_ms IS NULL AND t.dead_ms IS NULL

@@ -1,0 +1,300 @@
+"""The PostgreSQL store: one row per task in a schema of its own, claims with SKIP LOCKED."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+from duetime.errors import ConfigError, StoreError, StoreRefused
+from duetime.stores.base import (
+    Claim,
+    ClaimBatch,
+    NewTask,
+    Outcome,
+    State,
+    StoredTask,
+    WakeCallback,
+)
+from duetime.stores.postgres import leases, ops, wake
+from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
+from duetime.stores.postgres.connection import Conn, Database, read_settings
+from duetime.stores.postgres.queries import Q
+from duetime.stores.postgres.telemetry import PostgresTelemetry
+from duetime.stores.telemetry import Telemetry
+
+__all__ = ["PostgresConfig", "PostgresStore", "parse_postgres_url"]
+
+T = TypeVar("T")
+
+
+class PostgresStore:
+    """A :class:`~duetime.stores.base.Store` in a schema of a PostgreSQL database.
+
+    Connections come from a psycopg pool in autocommit mode; a write is one statement, or
+    one transaction where it needs several. Claims lease a batch with one ``FOR UPDATE
+    SKIP LOCKED`` statement, so workers of one type never wait for each other, and a run's
+    outcome is kept only while its fencing token holds the lease. Time is the caller's
+    (``now_ms``), which duetime aligns with the database's clock (:meth:`time_ms`).
+    Wake-ups travel by ``NOTIFY`` at commit. Several apps share a schema through
+    namespaces; see ``migrations/0001_initial.sql`` for the tables.
+
+    Args:
+        config: the database and its settings; see :func:`parse_postgres_url`.
+    """
+
+    def __init__(self, config: PostgresConfig) -> None:
+        self.config = config
+        self._db: Database | None = None
+        self._queues = ops.Queues(config)
+        self._warnings: list[str] = []
+        self._opening = asyncio.Lock()
+        self.telemetry: Telemetry = PostgresTelemetry(config.namespace, self._run)
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect, check the server, and create or migrate the schema.
+
+        Raises:
+            StoreUnavailable: the server does not answer.
+            ConfigError: the server is older than PostgreSQL 13.
+            SchemaError: the schema was written by a newer duetime.
+        """
+        async with self._opening:
+            if self._db is None:
+                db = Database(self.config)
+                self._warnings = await db.open()
+                self._db = db
+
+    async def close(self) -> None:
+        """Close the pool. Safe to call twice."""
+        db, self._db = self._db, None
+        if db is not None:
+            await db.close()
+
+    def durability_warnings(self) -> list[str]:
+        """Server settings that lose committed tasks on a crash (fsync, synchronous_commit,
+        full_page_writes off), as found by open()."""
+        return list(self._warnings)
+
+    async def check_settings(self) -> list[str]:
+        """The same settings, read now."""
+        return await self._run("check_settings", read_settings)
+
+    async def time_ms(self) -> float:
+        """The database's clock (``clock_timestamp()``), in epoch milliseconds."""
+
+        async def now(conn: Conn) -> float:
+            cur = await conn.execute(Q.now_ms)
+            row = await cur.fetchone()
+            assert row is not None
+            return float(row[0])
+
+        return await self._run("time_ms", now)
+
+    async def _run(self, what: str, job: Callable[[Conn], Awaitable[T]]) -> T:
+        if self._db is None:
+            raise StoreError("the PostgreSQL store is not open")
+        return await self._db.run(what, job)
+
+    # -- writes -------------------------------------------------------------------------
+
+    async def schedule(
+        self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
+    ) -> list[str]:
+        """Write tasks in one statement; within a batch the last task of an id wins.
+
+        With ``only_new``, ids that exist already (due, running or dead) are left alone, and
+        those another task holds are returned (see ``Store.schedule``).
+        """
+        if not tasks:
+            return []
+        unique = list({task.id: task for task in tasks}.values()) if len(tasks) > 1 else tasks
+        for n, task in enumerate(unique):
+            if not task.id or not task.record:
+                raise StoreRefused(f"bad arguments: task {n} has an empty id or record")
+        q = self._queues
+        return await self._run(
+            "schedule", lambda c: ops.schedule(c, q, task_type, unique, only_new)
+        )
+
+    async def cancel(self, task_type: str, task_id: str) -> bool:
+        """Remove a task whatever its state; a running one keeps its lease to the end."""
+        return await self._run("cancel", lambda c: ops.cancel(c, self._queues, task_type, task_id))
+
+    async def revive(
+        self, task_type: str, task_id: str, due_ms: int, record: str | None = None
+    ) -> bool:
+        """Move a dead task back to due at ``due_ms``, with ``record`` in place of its own if
+        given, its stalls and error cleared; False if it was not dead.
+
+        Raises:
+            StoreRefused: the dead letter has no record to run.
+        """
+        q = self._queues
+        return await self._run(
+            "revive", lambda c: ops.revive(c, q, task_type, task_id, due_ms, record or None)
+        )
+
+    async def hasten(self, task_type: str, task_id: str, due_ms: int) -> bool | None:
+        """Bring a waiting task forward to ``due_ms``; None when it does not wait."""
+        q = self._queues
+        return await self._run("hasten", lambda c: ops.hasten(c, q, task_type, task_id, due_ms))
+
+    async def claim(
+        self,
+        task_type: str,
+        *,
+        now_ms: int,
+        limit: int,
+        lease_ms: int,
+        max_stalls: int,
+        at_most_once: bool,
+        lookahead_ms: int = 0,
+    ) -> ClaimBatch:
+        """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
+        lookahead_ms``, in one transaction.
+
+        Raises:
+            StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
+        """
+        if limit < 0 or lease_ms <= 0 or lookahead_ms < 0:
+            raise StoreRefused("bad arguments: limit and look-ahead must be >= 0 and lease > 0")
+        q = self._queues
+        return await self._run(
+            "claim",
+            lambda c: leases.claim(
+                c, q, task_type, now_ms, limit, lease_ms, max_stalls, at_most_once, lookahead_ms
+            ),
+        )
+
+    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
+        """Apply the outcomes of runs; per outcome, whether it was kept."""
+        if not outcomes:
+            return []
+        for o in outcomes:
+            if o.op in ("next", "retry", "release") and o.due_ms is None:
+                raise StoreRefused(f"bad arguments: {o.op} needs a due time")
+        q = self._queues
+        return await self._run(
+            "settle", lambda c: leases.settle(c, q, task_type, outcomes, int(now_ms))
+        )
+
+    async def extend(
+        self, task_type: str, claims: Sequence[Claim], deadline_ms: int
+    ) -> list[Claim]:
+        """Move the lease deadline of claims; returns the claims whose lease is lost."""
+        if not claims:
+            return []
+        q = self._queues
+        return await self._run(
+            "extend", lambda c: leases.extend(c, q, task_type, claims, deadline_ms)
+        )
+
+    # -- expiring entries -----------------------------------------------------------------
+
+    async def put_entry(
+        self, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
+    ) -> list[int]:
+        """Write expiring entries in one transaction (see ``Store.put_entry``)."""
+        if not entries:
+            return []
+        q = self._queues
+        return await self._run(
+            "put_entry", lambda c: ops.put_entry(c, q, task_type, entries, keep_ttl, now_ms)
+        )
+
+    async def remove_entry(self, task_type: str, task_id: str, now_ms: int) -> bool:
+        """Remove a live expiring entry (due after ``now_ms``); whether it was one."""
+        q = self._queues
+        return await self._run(
+            "remove_entry", lambda c: ops.remove_entry(c, q, task_type, task_id, now_ms)
+        )
+
+    # -- key expiry events: Redis's alone ----------------------------------------------
+
+    async def enable_key_events(self) -> list[str]:
+        raise _no_key_events()
+
+    async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
+        raise _no_key_events()
+
+    async def schedule_event(
+        self, task_type: str, event: str, task: NewTask, *, window_ms: int
+    ) -> bool:
+        raise _no_key_events()
+
+    # -- reads --------------------------------------------------------------------------
+
+    async def get(self, task_type: str, task_id: str) -> StoredTask | None:
+        """The task with this id, or None; a running task rescheduled while it runs is due."""
+        return await self._run("get", lambda c: ops.get(c, self._queues, task_type, task_id))
+
+    async def list_tasks(
+        self, task_type: str, state: State, limit: int, offset: int = 0
+    ) -> list[StoredTask]:
+        """Tasks in one state, earliest score first (ties by id)."""
+        q = self._queues
+        return await self._run(
+            "list", lambda c: ops.list_tasks(c, q, task_type, state, limit, offset)
+        )
+
+    async def active_ids(self, task_type: str, limit: int) -> list[str]:
+        """The ids of running, then waiting, tasks of a type: at most ``limit``."""
+        if limit < 1:
+            raise StoreRefused("bad arguments: limit must be over 0")
+        q = self._queues
+        return await self._run("active_ids", lambda c: ops.active_ids(c, q, task_type, limit))
+
+    async def count(self, task_type: str) -> dict[State, int]:
+        """How many tasks are due, running and dead."""
+        return await self._run("count", lambda c: ops.count(c, self._queues, task_type))
+
+    # -- cron schedule names ------------------------------------------------------------
+
+    async def task_types(self) -> list[str]:
+        """The namespace's task types that hold a task (due, running or dead), sorted."""
+        ns = self.config.namespace
+
+        async def read(conn: Conn) -> list[str]:
+            cur = await conn.execute(Q.task_types, {"namespace": ns})
+            return [str(name) for (name,) in await cur.fetchall()]
+
+        return await self._run("task_types", read)
+
+    async def add_schedule_name(self, name: str, task_type: str) -> str:
+        """Give the cron schedule ``name`` to ``task_type`` unless the name is taken;
+        returns the task type the name belongs to."""
+        ns = self.config.namespace
+        return await self._run(
+            "add_schedule_name", lambda c: ops.add_schedule_name(c, ns, name, task_type)
+        )
+
+    async def remove_schedule_name(self, name: str) -> None:
+        """Forget the cron schedule ``name``. Safe to call twice."""
+        ns = self.config.namespace
+        await self._run("remove_schedule_name", lambda c: ops.remove_schedule_name(c, ns, name))
+
+    async def schedule_names(self) -> dict[str, str]:
+        """Every cron schedule name of the namespace, with the task type it lives in."""
+        ns = self.config.namespace
+        return await self._run("schedule_names", lambda c: ops.schedule_names(c, ns))
+
+    # -- wake-ups -----------------------------------------------------------------------
+
+    async def listen(self, on_wake: WakeCallback) -> None:
+        """Call ``on_wake`` when a task becomes the earliest of its type, until cancelled:
+        ``LISTEN`` on a connection of its own, which reconnects by itself. Calls
+        ``on_wake("*", 0)`` after every (re)connection.
+
+        Raises:
+            StoreError: the store is not open.
+        """
+        if self._db is None:
+            raise StoreError("the PostgreSQL store is not open")
+        await wake.listen(self.config, on_wake)
+
+
+def _no_key_events() -> ConfigError:
+    return ConfigError("PostgreSQL keys do not expire: key expiry handlers need a Redis store")

@@ -1,0 +1,89 @@
+"""Wake-ups on PostgreSQL: LISTEN on a connection of its own, which reconnects by itself."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import psycopg
+from psycopg import sql
+
+from duetime.backoff import backoff_delay
+from duetime.stores.base import WakeCallback
+from duetime.stores.postgres.config import PostgresConfig
+from duetime.stores.postgres.connection import connect_kwargs
+
+log = logging.getLogger(__name__)
+
+#: How long the listening connection may stay silent before it is checked with a query: a
+#: connection whose server vanished without closing it (a network cut) is found within
+#: this, and replaced.
+PING_SECONDS = 10.0
+#: After a failed connection: the first wait before trying again, and the cap.
+RETRY_FIRST_SECONDS = 0.05
+RETRY_CAP_SECONDS = 5.0
+
+
+async def listen(config: PostgresConfig, on_wake: WakeCallback) -> None:
+    """Call ``on_wake`` for every wake-up of the store's channel until cancelled.
+
+    Writes that make a task the earliest of its type run ``pg_notify`` in their own
+    transaction, so a wake-up is sent only once the task is committed. A notification sent
+    while this connection is down is lost: ``on_wake("*", 0)`` is called after every
+    (re)connection, and workers also wake at the next due time they know of.
+    """
+    failures = 0
+    while True:
+        try:
+            conn = await psycopg.AsyncConnection.connect(
+                config.conninfo, autocommit=True, **connect_kwargs(config)
+            )
+        except psycopg.Error as exc:
+            failures += 1
+            delay = backoff_delay(failures, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS)
+            log.warning(
+                "wake-up connection to %s failed (%s); again in %.2f s",
+                config.shown,
+                " ".join(str(exc).split()),
+                delay,
+            )
+            await asyncio.sleep(delay)
+            continue
+        try:
+            async with conn:
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(config.channel)))
+                failures = 0
+                log.debug("listening for wake-ups on %s", config.channel)
+                _call(on_wake, "*", 0)  # anything written while no one listened
+                await _receive(conn, on_wake)
+        except psycopg.Error as exc:
+            failures += 1
+            delay = backoff_delay(failures, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS)
+            log.warning(
+                "wake-up connection to %s lost (%s); again in %.2f s",
+                config.shown,
+                " ".join(str(exc).split()),
+                delay,
+            )
+            await asyncio.sleep(delay)
+
+
+async def _receive(conn: psycopg.AsyncConnection[object], on_wake: WakeCallback) -> None:
+    while True:
+        async for note in conn.notifies(timeout=PING_SECONDS):
+            due, _, task_type = note.payload.partition(" ")
+            try:
+                due_ms = int(due)
+            except ValueError:  # not one of duetime's: a wake-up is only a hint
+                log.debug("wake-up with an unreadable payload %r", note.payload)
+                continue
+            log.debug("wake-up: %s due at %d", task_type, due_ms)
+            _call(on_wake, task_type, due_ms)
+        await conn.execute(b"SELECT 1")  # raises if the connection is dead
+
+
+def _call(on_wake: WakeCallback, task_type: str, due_ms: int) -> None:
+    try:
+        on_wake(task_type, due_ms)
+    except Exception:
+        log.exception("wake-up callback failed for %s", task_type)
