@@ -22,10 +22,10 @@ from tests.helpers import make_dead
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(params=["redis", "sqlite"])
+@pytest.fixture(params=["redis", "sqlite", "postgres"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "redis":
-        url: str = request.getfixturevalue("redis_url")
+    if request.param in ("redis", "postgres"):
+        url: str = request.getfixturevalue(f"{request.param}_url")
         return url
     return f"sqlite:///{tmp_path / 'duetime.db'}"
 

@@ -1,8 +1,8 @@
-"""The dashboard over HTTP, on Redis, SQLite and PostgreSQL: what each page shows, that nothing from the
-store is taken as HTML, that ids travel encoded both ways, that thousands of dead tasks page,
-and who may change what (the token, the origin, the host, read-only). Requests go through
-the real Starlette app in this process (httpx's ASGI transport); the browser tests drive the
-same pages in Chromium."""
+"""The dashboard over HTTP, on Redis, SQLite and PostgreSQL: what each page shows, that
+nothing from the store is taken as HTML, that ids travel encoded both ways, that thousands
+of dead tasks page, and who may change what (the token, the origin, the host, read-only).
+Requests go through the real Starlette app in this process (httpx's ASGI transport); the
+browser tests drive the same pages in Chromium."""
 
 from __future__ import annotations
 
