@@ -351,7 +351,6 @@ async def test_sentinel_failover_with_replicated_durability_loses_no_acknowledge
         await app.close()
 
 
-
 # -- Redis Cluster --------------------------------------------------------------------------
 
 

@@ -46,9 +46,7 @@ class WorkerMetrics:
             two workers in one process do not clash); register metrics of your own in it.
     """
 
-    def __init__(
-        self, app: Client, types: Sequence[str], *, host: str, port: int
-    ) -> None:
+    def __init__(self, app: Client, types: Sequence[str], *, host: str, port: int) -> None:
         if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
             raise ValidationError(
                 "metrics_port", f"must be a port number (0 to 65535), not {port!r}"
