@@ -1,17 +1,19 @@
 """Where a redis+sentinel:// client connects while a failover ends: never to the old
-primary, which the sentinel leading the failover still names once it is back up."""
+primary, which the sentinel leading the failover still names once it is back up; and
+discoveries made at once (every connection reconnecting after a failover) keep each
+sentinel, whose connections the client's aclose() then closes."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis
 
 from duetime.stores.redis.sentinel import connect_sentinel
-from tests.servers import SentinelGroup
+from tests.servers import RedisServer, SentinelGroup, SentinelServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
 
@@ -80,3 +82,42 @@ async def test_the_old_primary_back_up_is_not_named_by_the_failovers_leader(
             return
         await asyncio.to_thread(group.wait_ready)  # the old primary a replica again
     pytest.skip(f"the leader ended each of {ATTEMPTS} failovers before the old primary was up")
+
+
+#: Discoveries made at once, as by the connections the script runner sends again on after
+#: a failover.
+AT_ONCE = 10
+
+
+def _connections(client: Any) -> list[Any]:
+    pool = client.connection_pool
+    return [*pool._available_connections, *pool._in_use_connections]
+
+
+async def test_discoveries_at_once_keep_every_sentinel_and_aclose_closes_them_all(
+    sentinel_group: SentinelGroup,
+) -> None:
+    group = sentinel_group
+    # A sentinel asked first whose answer is passed over (it watches another service), as
+    # one in the middle of a failover is. redis-py moved the sentinel that answered to the
+    # head of the list by the place it had when asked: a discovery that ended after another
+    # had moved it wrote it over this one, whose client aclose() then missed, leaving its
+    # connections open (ResourceWarning: unclosed Connection, in the failover fault test).
+    with RedisServer() as other, SentinelServer("elsewhere", other.port, quorum=1) as stranger:
+        ports = [stranger.port, *(s.port for s in group.sentinels)]
+        hosts = ",".join(f"127.0.0.1:{port}" for port in ports)
+        client = connect_sentinel(f"redis+sentinel://{hosts}/{group.service}/0")
+        manager: Any = cast(Any, client.connection_pool).sentinel_manager
+        asked = list(manager.sentinels)
+        try:
+            found = await asyncio.gather(
+                *(manager.discover_master(group.service) for _ in range(AT_ONCE))
+            )
+            assert {int(port) for _, port in found} == {group.primary_port()}
+            assert sorted(map(id, manager.sentinels)) == sorted(map(id, asked))
+            assert manager.sentinels[0] is not asked[0], "the sentinel that answered goes first"
+            assert any(_connections(asked[0])), "the passed-over sentinel was asked"
+        finally:
+            await client.aclose()
+        still_open = [c for s in asked for c in _connections(s) if c.is_connected]
+        assert not still_open, f"connections to sentinels left open: {still_open}"

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from redis import exceptions as rexc
 from redis.asyncio import Redis
 from redis.asyncio.sentinel import (
+    MasterNotFoundError,
     Sentinel,
     SentinelManagedConnection,
     SentinelManagedSSLConnection,
@@ -129,6 +131,33 @@ class _Sentinels(Sentinel):
         if "failover_in_progress" in names:
             return False
         return bool(super().check_master_state(state, service_name))
+
+    async def discover_master(self, service_name: str) -> tuple[Any, Any]:
+        """The primary's address, from the first sentinel whose answer can be used; that
+        sentinel is then asked first next time.
+
+        redis-py's own moves it to the head by the place it had when the discovery began.
+        Discoveries run at once (each connection that reconnects after a failover makes
+        one), so one that ended after another had reordered the list wrote its sentinel
+        over a third, which no one asked again and the client's aclose() never closed: its
+        connections were left open (ResourceWarning). Here the list is read once per
+        discovery and the sentinel is moved by identity, so each stays in it once.
+        """
+        failed: list[str] = []
+        for sentinel in list(self.sentinels):
+            try:
+                masters: Any = await sentinel.sentinel_masters()
+            except (rexc.ConnectionError, rexc.TimeoutError) as exc:
+                failed.append(f"{sentinel} - {exc!r}")
+                continue
+            state = masters.get(service_name)
+            if state and self.check_master_state(state, service_name):
+                self.sentinels.remove(sentinel)
+                self.sentinels.insert(0, sentinel)
+                forced = self._force_master_ip
+                return (state["ip"] if forced is None else forced), state["port"]
+        detail = f": {', '.join(failed)}" if failed else ""
+        raise MasterNotFoundError(f"no primary found for {service_name!r}{detail}")
 
 
 class _SentinelRedis(Redis):
