@@ -69,6 +69,7 @@ WAKES = st.binary(max_size=16) | st.sampled_from([b"\xff", b"work \xff", b"work 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(240)  # 100 examples: about 30 s a store, more on a busy cluster
 @settings(
     max_examples=100,
     deadline=None,
