@@ -114,7 +114,11 @@ class Client:
                 store = PartitionedStore(store, self.types.partitions_of)
                 if self._given_clock is None:
                     clock = StoreClock(store.time_ms)
-                    await clock.sync()
+                    try:
+                        await clock.sync()
+                    except BaseException:  # the store went away: leave nothing open
+                        await store.close()
+                        raise
                     self._clock = clock
                 self._store = store
         return self._store
