@@ -71,6 +71,8 @@ async def test_a_handler_can_ask_for_a_retry_at_a_time_or_give_up(app: duetime.A
 
     later = [s for s in seen if s[0] == "later"]
     assert later[1][1] == 2 and later[1][2] - later[0][2] >= 250
+    # On time: the worker was woken for the retry, not left asleep until its idle check (5 s).
+    assert later[1][2] - later[0][2] < 2500
     assert [s for s in seen if s[0] == "abort"] == [seen[[s[0] for s in seen].index("abort")]]
     assert aborted is not None and aborted.error == "the customer is gone"
 

@@ -72,15 +72,19 @@ async def write(
     return [row[0] for row in await cur.fetchall()]
 
 
+async def wakes_for(conn: Conn, qid: int, due_ms: int) -> bool:
+    """Whether a task of queue ``qid`` made due at ``due_ms`` must wake workers: it comes
+    before every task due, or the earliest of those is due already (a claim running for it
+    may not see the new task, and would then sleep past it)."""
+    cur = await conn.execute(Q.head_due, {"qid": qid})
+    row = await cur.fetchone()
+    head, now = (None, 0) if row is None else row
+    return head is None or due_ms < head or head <= now
+
+
 async def wake(conn: Conn, queues: Queues, task_type: str, due_ms: int) -> None:
     """Tell listeners that a task of the type is due at ``due_ms`` (at commit)."""
     await conn.execute(Q.wake, {"channel": queues.channel, "payload": f"{due_ms} {task_type}"})
-
-
-async def head_due(conn: Conn, qid: int) -> int | None:
-    cur = await conn.execute(Q.head_due, {"qid": qid})
-    row = await cur.fetchone()
-    return None if row is None else int(row[0])
 
 
 async def schedule(
@@ -168,10 +172,10 @@ async def revive(
         return False
     key = {"qid": qid, "id": task_id}
     async with conn.transaction():
-        head = await head_due(conn, qid)
+        wakes = await wakes_for(conn, qid, due_ms)
         cur = await conn.execute(Q.revive, {**key, "due": due_ms, "record": record})
         if await cur.fetchone() is not None:
-            if head is None or due_ms < head:
+            if wakes:
                 await wake(conn, queues, task_type, due_ms)
             return True
         cur = await conn.execute(Q.is_dead, key)
@@ -189,10 +193,10 @@ async def hasten(
         return None
     key = {"qid": qid, "id": task_id}
     async with conn.transaction():
-        head = await head_due(conn, qid)
+        wakes = await wakes_for(conn, qid, due_ms)
         cur = await conn.execute(Q.hasten, {**key, "due": due_ms})
         if await cur.fetchone() is not None:
-            if head is None or due_ms < head:
+            if wakes:
                 await wake(conn, queues, task_type, due_ms)
             return True
         cur = await conn.execute(Q.get, key)

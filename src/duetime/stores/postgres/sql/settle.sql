@@ -8,7 +8,9 @@
 --   dead     to the dead letters with its record and error;
 --   release  due again at the outcome's time, as it was.
 -- Every SET expression reads the row as it was before this statement. Listeners are
--- woken when a task made due here comes before every task due before the statement.
+-- woken when a task made due here comes before every task due before the statement, or
+-- when the earliest of those is due already: a claim running now (for it) may not see
+-- this statement's tasks, and would then sleep past them.
 -- Parameters: %(qid)s, %(now)s, %(channel)s, %(type)s; arrays of one length: %(ids)s,
 -- %(tokens)s, %(ops)s, %(dues)s, %(records)s, %(errors)s.
 -- Returns rows: id, token of each kept outcome, and whether its row is now vacant
@@ -51,6 +53,7 @@ WITH head AS (
 ), woken AS (
     SELECT pg_notify(%(channel)s, w.due_ms || ' ' || %(type)s)
     FROM (SELECT min(made_due) AS due_ms FROM settled) AS w, head
-    WHERE w.due_ms IS NOT NULL AND (head.due_ms IS NULL OR w.due_ms < head.due_ms)
+    WHERE w.due_ms IS NOT NULL
+      AND (head.due_ms IS NULL OR w.due_ms < head.due_ms OR head.due_ms <= %(now)s)
 )
 SELECT id, token, vacant FROM settled WHERE (SELECT count(*) FROM woken) >= 0
