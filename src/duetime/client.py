@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, Self
 
-from duetime.clock import Clock, StoreClock, from_ms
+from duetime.clock import Clock, StoreClock, from_ms, synced_clock
 from duetime.errors import (
     DuetimeError,
     SchemaError,
@@ -21,7 +21,7 @@ from duetime.model import Task, TaskInfo
 from duetime.record import Record, new_task, task_info
 from duetime.stores import open_store, resolve_url
 from duetime.stores.base import DURABILITIES, STATES, Durability, NewTask, State, Store
-from duetime.stores.partitioned import PartitionedStore
+from duetime.stores.partitioned import open_partitioned
 from duetime.tasktype import TaskType, TaskTypes
 from duetime.triggers.cron import manage as cron
 from duetime.triggers.cron.manage import CronInfo
@@ -110,16 +110,9 @@ class Client:
                     allow_eviction=self.allow_eviction,
                     durability=self.durability,
                 )
-                await store.open()
-                store = PartitionedStore(store, self.types.partitions_of)
+                store = await open_partitioned(store, self.types.partitions_of)
                 if self._given_clock is None:
-                    clock = StoreClock(store.time_ms)
-                    try:
-                        await clock.sync()
-                    except BaseException:  # the store went away: leave nothing open
-                        await store.close()
-                        raise
-                    self._clock = clock
+                    self._clock = await synced_clock(store)
                 self._store = store
         return self._store
 

@@ -129,3 +129,20 @@ class StoreClock:
         if self._base_ms is None:
             raise RuntimeError("StoreClock.now() before the first sync()")
         return self._base_ms + (time.monotonic() - self._base_mono) * 1000
+
+
+class _ClockedStore(Protocol):
+    async def time_ms(self) -> float: ...
+    async def close(self) -> None: ...
+
+
+async def synced_clock(store: _ClockedStore) -> StoreClock:
+    """The store's clock, read once; the store is closed if it cannot be read (it went
+    away just after it opened), so that nothing is left open."""
+    clock = StoreClock(store.time_ms)
+    try:
+        await clock.sync()
+    except BaseException:
+        await store.close()
+        raise
+    return clock

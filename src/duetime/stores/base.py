@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol
 
+from duetime.errors import StoreRefused
 from duetime.stores.telemetry import Telemetry
 
 State = Literal["due", "running", "dead"]
@@ -334,3 +335,11 @@ class Store(Protocol):
         ``on_wake("*", 0)`` (look at every type again) whenever wake-ups may have been
         missed: after connecting, and after reconnecting.
         """
+
+
+def check_claim(limit: int, lease_ms: int, lookahead_ms: int) -> None:
+    """Refuse a claim's arguments before anything is read: a negative limit or look-ahead,
+    or a lease that is not positive (the stores that check in Python call this; the Redis
+    store's script checks the same)."""
+    if limit < 0 or lease_ms <= 0 or lookahead_ms < 0:
+        raise StoreRefused("bad arguments: limit and look-ahead must be >= 0 and lease > 0")

@@ -257,3 +257,9 @@ def _by_token(items: Sequence[T], claim_of: Callable[[T], Claim]) -> dict[int, l
     for place, item in enumerate(items):
         groups.setdefault(claim_of(item).token % MAX_PARTITIONS, []).append((place, item))
     return groups
+
+
+async def open_partitioned(store: Store, partitions_of: Callable[[str], int]) -> Store:
+    """``store`` opened, and wrapped to spread each type over its partitions."""
+    await store.open()
+    return PartitionedStore(store, partitions_of)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from importlib import resources
+from dataclasses import dataclass
+
+from duetime.stores.statements import load_statements
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,19 +54,10 @@ class Queries:
     read_counts: bytes
 
 
-def _load() -> Queries:
-    folder = resources.files("duetime.stores.postgres") / "sql"
-    names = [f.name for f in fields(Queries)]
-    found = {e.name[: -len(".sql")] for e in folder.iterdir() if e.name.endswith(".sql")}
-    if found != set(names):
-        raise RuntimeError(f"sql/ does not match Queries: {sorted(found ^ set(names))}")
-    return Queries(*(strip((folder / f"{name}.sql").read_text()) for name in names))
-
-
 def strip(text: str) -> bytes:
     """A statement without its comment lines, as bytes."""
     lines = (line for line in text.splitlines() if not line.lstrip().startswith("--"))
     return "\n".join(lines).strip().encode()
 
 
-Q = _load()
+Q = load_statements("duetime.stores.postgres", Queries, strip)

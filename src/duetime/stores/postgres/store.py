@@ -15,6 +15,7 @@ from duetime.stores.base import (
     State,
     StoredTask,
     WakeCallback,
+    check_claim,
 )
 from duetime.stores.postgres import leases, ops, wake
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
@@ -159,8 +160,7 @@ class PostgresStore:
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
         """
-        if limit < 0 or lease_ms <= 0 or lookahead_ms < 0:
-            raise StoreRefused("bad arguments: limit and look-ahead must be >= 0 and lease > 0")
+        check_claim(limit, lease_ms, lookahead_ms)
         q = self._queues
         return await self._run(
             "claim",

@@ -38,18 +38,6 @@ async def listen(config: PostgresConfig, on_wake: WakeCallback) -> None:
             conn = await psycopg.AsyncConnection.connect(
                 config.conninfo, autocommit=True, **connect_kwargs(config)
             )
-        except psycopg.Error as exc:
-            failures += 1
-            delay = backoff_delay(failures, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS)
-            log.warning(
-                "wake-up connection to %s failed (%s); again in %.2f s",
-                config.shown,
-                " ".join(str(exc).split()),
-                delay,
-            )
-            await asyncio.sleep(delay)
-            continue
-        try:
             async with conn:
                 await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(config.channel)))
                 failures = 0
@@ -60,7 +48,7 @@ async def listen(config: PostgresConfig, on_wake: WakeCallback) -> None:
             failures += 1
             delay = backoff_delay(failures, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS)
             log.warning(
-                "wake-up connection to %s lost (%s); again in %.2f s",
+                "wake-up connection to %s failed or lost (%s); again in %.2f s",
                 config.shown,
                 " ".join(str(exc).split()),
                 delay,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from importlib import resources
+from dataclasses import dataclass
+
+from duetime.stores.statements import load_statements
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,16 +60,7 @@ class Queries:
     task_types: str
 
 
-def _load() -> Queries:
-    folder = resources.files("duetime.stores.sqlite") / "sql"
-    names = [f.name for f in fields(Queries)]
-    found = {e.name[: -len(".sql")] for e in folder.iterdir() if e.name.endswith(".sql")}
-    if found != set(names):
-        raise RuntimeError(f"sql/ does not match Queries: {sorted(found ^ set(names))}")
-    return Queries(*((folder / f"{name}.sql").read_text().strip() for name in names))
-
-
-Q = _load()
+Q = load_statements("duetime.stores.sqlite", Queries, str.strip)
 
 
 def repeat_row(statement: str, row: str, times: int) -> str:

@@ -18,6 +18,7 @@ from duetime.stores.base import (
     State,
     StoredTask,
     WakeCallback,
+    check_claim,
 )
 from duetime.stores.sqlite import leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
@@ -220,8 +221,7 @@ class SqliteStore:
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
         """
-        if limit < 0 or lease_ms <= 0 or lookahead_ms < 0:
-            raise StoreRefused("bad arguments: limit and look-ahead must be >= 0 and lease > 0")
+        check_claim(limit, lease_ms, lookahead_ms)
         return await self._write(
             "claim",
             leases.claim,
