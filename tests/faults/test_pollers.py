@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import duetime
-from duetime.triggers.poller.registry import POLLER_LEASE
+from duetime.features.pollers.registry import POLLER_LEASE
 from tests.helpers import eventually, running
 from tests.integration.test_poller_workers import ITEMS, start_poller_worker
 from tests.servers import RedisServer

@@ -1,4 +1,4 @@
-"""duetime.bulk on Redis and SQLite: thousands of tasks retried or cancelled a page at a
+"""duetime.admin.bulk on Redis and SQLite: thousands of tasks retried or cancelled a page at a
 time, with the listing changing under the run."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 import duetime
-from duetime import bulk
+from duetime.admin import bulk
 from duetime.stores.base import Store
 from tests.helpers import make_dead
 

@@ -13,7 +13,7 @@ import duetime
 from duetime.clock import from_ms
 from duetime.errors import PayloadError, ValidationError
 from duetime.model import Task
-from duetime.record import new_task
+from duetime.newtask import new_task
 from duetime.validate import check_id, check_name, duration_ms, encode_payload, to_ms
 from tests.bad_input import AT, BAD_SCHEDULES
 

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from duetime.admin.discover import INTERNAL_PREFIX, SHOWN_INTERNAL, adopt, stored_types
 from duetime.app import App
-from duetime.discover import INTERNAL_PREFIX, SHOWN_INTERNAL, adopt, stored_types
+from duetime.features.cron.manage import CronInfo
+from duetime.features.telemetry import TypeHistory, WorkerInfo
 from duetime.model import TaskInfo
-from duetime.monitor import TypeHistory, WorkerInfo
 from duetime.stores.base import State
-from duetime.triggers.cron.manage import CronInfo
-from duetime.triggers.poller.tick import tick_type
+from duetime.triggers.poll import tick_type
 
 #: Tasks on one page of a listing.
 PAGE_SIZE = 50
