@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from duetime import bulk, cli_operate
-from duetime.cli_app import AppCommand, Target, load_app, target_options
+from duetime.cli_app import AppCommand, Target, load_app, target_options, warn_invalid
 from duetime.cli_output import (
     NotFoundExit,
     cron_doc,
@@ -295,7 +295,11 @@ def list_tasks(task_type: str | None, state: State, limit: int, **options: Any) 
     async def collect() -> list[TaskInfo]:
         if task_type:
             await target.adopt(task_type)
-        names = [task_type] if task_type else await target.all_types()
+            names = [task_type]
+        else:
+            found = await target.all_types()
+            warn_invalid(found.invalid)
+            names = found.names
         return [t for name in names for t in await target.app.list(name, state, limit=limit)]
 
     rows = target.run(collect)

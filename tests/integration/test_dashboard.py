@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -17,11 +17,12 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 import duetime
-from duetime.errors import ConfigError
+from duetime.errors import ConfigError, UnknownTaskType
 from duetime.web import create_app
 from duetime.web.guard import Access
 from duetime.web.serve import access_for
 from tests.helpers import make_dead
+from tests.hostile import Raw, raw_for
 
 ORIGIN = "http://127.0.0.1:8787"
 TOKEN = "t0ken-for-tests"
@@ -303,3 +304,105 @@ async def test_the_dashboard_serves_store_gauges_for_prometheus(app: duetime.App
         body = (await c.get("/metrics")).text
     assert 'duetime_store_tasks{state="dead",type="report"} 4.0' in body
     assert 'duetime_store_tasks{state="due",type="mail"} 1.0' in body
+
+
+# -- reading never changes the App --------------------------------------------------------
+
+
+@pytest.fixture
+def raw(url: str, namespace: str) -> Iterator[Raw]:
+    writer = raw_for(url, namespace)
+    yield writer
+    writer.close()
+
+
+async def test_reading_any_type_name_never_declares_it_on_the_app(app: duetime.App) -> None:
+    before = dict(app.types)
+    names = ["sendWelcom", *(f"typo{n}" for n in range(40))]
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        for name in names:
+            assert (await c.get(f"/types/{name}")).status_code == 404
+            assert (await c.get("/types/" + name + "?state=dead&id=x")).status_code == 404
+            page = await c.get("/task?" + urlencode({"type": name, "id": "x"}))
+            assert page.status_code == 200 and "No task" in page.text
+            r = await c.post(f"/actions/retry-dead?type={name}", headers=SAME)
+            assert r.status_code == 404
+        overview = (await c.get("/")).text
+        dead = (await c.get("/dead")).text
+    assert app.types == before
+    with pytest.raises(UnknownTaskType):
+        await app.schedule("sendWelcom", "w1")
+    assert "sendWelcom" not in overview and "typo" not in overview and "typo" not in dead
+
+
+async def test_a_bare_apps_overview_lists_only_what_the_store_holds(
+    app: duetime.App, url: str, namespace: str
+) -> None:
+    await app.schedule("mail", "m1", delay=60)
+    bare = duetime.App(url, namespace=namespace)  # what `duetime dashboard --url` makes
+    try:
+        async with client(create_app(bare, token=TOKEN)) as c:
+            for n in range(40):
+                assert (await c.get(f"/types/typo{n}")).status_code == 404
+            overview = (await c.get("/")).text
+        assert '<tr data-type="mail">' in overview and "typo" not in overview
+        assert not bare.types
+    finally:
+        await bare.close()
+
+
+async def test_a_type_only_the_store_holds_is_read_and_changed_without_declaring_it(
+    app: duetime.App, url: str, namespace: str
+) -> None:
+    other = duetime.App(url, namespace=namespace)  # another service on the same store
+    other.declare("invoice", partitions=3)
+    try:
+        await make_dead(other, "invoice", 4)
+    finally:
+        await other.close()
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        assert '<tr data-type="invoice">' in (await c.get("/")).text
+        listing = (await c.get("/types/invoice?state=dead")).text
+        assert len(rows(listing)) == 4
+        task = await c.get("/task?" + urlencode({"type": "invoice", "id": "d2"}))
+        assert '<h1 class="id">d2</h1>' in task.text
+        r = await c.post("/actions/retry?type=invoice&id=d0", headers=SAME)
+        assert r.status_code == 303
+        r = await c.post("/actions/delete-dead?type=invoice", headers=SAME)
+        assert r.status_code == 303 and "3+dead+tasks+of+invoice+deleted" in r.headers["location"]
+        metrics = (await c.get("/metrics")).text
+    assert 'duetime_store_tasks{state="due",type="invoice"} 1.0' in metrics
+    assert "invoice" not in app.types
+    with pytest.raises(UnknownTaskType):
+        await app.counts("invoice")
+
+
+# -- bad data in the store stops nothing but itself -----------------------------------------
+
+
+async def test_a_type_name_in_the_store_that_is_not_valid_is_skipped_and_named(
+    app: duetime.App, raw: Raw, url: str, namespace: str
+) -> None:
+    await app.schedule("mail", "m1", delay=60)
+    await make_dead(app, "report", 2)
+    raw.add_due("bad type<x>", "b1", 4_102_444_800_000, '{"p":{}}')  # due in 2100
+    bare = duetime.App(url, namespace=namespace)
+    try:
+        for seen_by in (app, bare):
+            await _shows_the_good_types_and_names_the_bad_one(create_app(seen_by, token=TOKEN))
+    finally:
+        await bare.close()
+
+
+async def _shows_the_good_types_and_names_the_bad_one(web: object) -> None:
+    async with client(web) as c:
+        overview = await c.get("/")
+        dead = await c.get("/dead")
+        metrics = await c.get("/metrics")
+    assert overview.status_code == 200 and '<tr data-type="mail">' in overview.text
+    assert "bad type&lt;x&gt;" in overview.text and "<x>" not in overview.text
+    assert dead.status_code == 200 and 'data-type="report"' in dead.text
+    assert "bad type&lt;x&gt;" in dead.text
+    assert metrics.status_code == 200
+    assert 'duetime_store_tasks{state="dead",type="report"} 2.0' in metrics.text
+    assert "duetime_store_up 1.0" in metrics.text

@@ -53,6 +53,9 @@ def create_app(
 ) -> Guard:
     """The dashboard of ``app`` as an ASGI app.
 
+    The dashboard never changes ``app``: a task type the app does not know is read from
+    the store without being declared on it, and a name neither knows is not found (404).
+
     Args:
         app: the App whose store to show (with its code, its cron schedules, pollers and
             expiring groups show too).
@@ -75,10 +78,11 @@ def create_app(
         task_url=pages.task_url, type_url=pages.type_url, qs=_query, inf=float("inf")
     )
     env.filters.update(when=_when, tojson_safe=_json, pretty=_pretty)
+    type_names = TypeNames(app)
     routes = [
         *pages.routes(app, templates, access.read_only),
         *actions.routes(app),
-        *scrape.routes(app),
+        *scrape.routes(app, type_names),
         Mount("/static", StaticFiles(directory=str(folder / "static")), name="static"),
     ]
 
@@ -91,7 +95,7 @@ def create_app(
                 await app.close()
 
     dashboard = Starlette(routes=routes, lifespan=lifespan)
-    dashboard.state.types = TypeNames(app)
+    dashboard.state.types = type_names
     return Guard(dashboard, access)
 
 
