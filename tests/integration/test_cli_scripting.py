@@ -188,6 +188,34 @@ def test_a_progress_bar_on_a_terminal_only(env: dict[str, str], tmp_path: Path) 
     assert piped.stdout == b"retried 5000 dead mail tasks\n"
 
 
+def test_numeric_options_refuse_what_is_not_a_finite_number_in_range(
+    env: dict[str, str],
+) -> None:
+    for args in (
+        ["schedule", "mail", "x", "--every", "inf"],
+        ["schedule", "mail", "x", "--every", "1e300"],
+        ["schedule", "mail", "x", "--every", "nan"],
+        ["submit", "mail", "--every", "-inf"],
+        ["schedule", "mail", "x", "--delay", "nan"],
+        ["schedule", "mail", "x", "--delay", "1e300"],
+        ["submit", "mail", "--delay", "inf"],
+        ["schedule", "mail", "x", "--every", "60", "--delay", "1e20"],
+        ["ls", "--limit", str(2**64)],
+        ["ls", "mail", "--limit", str(2**64)],
+        ["cron", "--next", str(10**12)],
+        ["worker", "nowhere:app", "--grace", "nan"],
+        ["worker", "nowhere:app", "--grace", "-1"],
+    ):
+        result = invoke(*args)
+        option = next(a for a in reversed(args) if a.startswith("--"))
+        assert result.exit_code == 2, (args, result.output)
+        assert f"'{option}'" in result.stderr and "Traceback" not in result.output, args
+    for args in (["--at", "2031-13-01T00:00:00Z"], ["--until", "soon"], ["--payload", "{x"]):
+        result = invoke("schedule", "mail", "x", *args)
+        assert result.exit_code == 2 and args[0] in result.stderr, (args, result.output)
+    assert as_json("stats") == []  # nothing was written
+
+
 async def plant_bad_type(url: str, namespace: str) -> None:
     """Good tasks, and one under a name that is not a valid type name, written behind
     duetime's back (by another program, or an older version)."""
