@@ -17,7 +17,7 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 import duetime
-from duetime.errors import ConfigError, UnknownTaskType
+from duetime.errors import ConfigError, UnknownTaskType, ValidationError
 from duetime.web import create_app
 from duetime.web.guard import Access
 from duetime.web.serve import access_for
@@ -406,3 +406,98 @@ async def _shows_the_good_types_and_names_the_bad_one(web: object) -> None:
     assert metrics.status_code == 200
     assert 'duetime_store_tasks{state="dead",type="report"} 2.0' in metrics.text
     assert "duetime_store_up 1.0" in metrics.text
+
+
+# -- served under a service's own names ---------------------------------------------------
+
+
+async def test_a_service_allows_its_own_host_names_and_still_refuses_others(
+    app: duetime.App,
+) -> None:
+    await make_dead(app, "report", 1)
+    web = create_app(app, token=TOKEN, allowed_hosts=["ops.example.com", "*.internal.example"])
+    for host in (
+        "ops.example.com",
+        "OPS.Example.com:8443",
+        "ops.example.com.",
+        "a.internal.example",
+        "b.c.internal.example:80",
+        "localhost:8787",
+        "127.0.0.1",
+        "[::1]:8787",
+    ):
+        async with client(web, base=f"http://{host}") as c:
+            assert (await c.get("/")).status_code == 200, host
+    for host in (
+        "rebound.example",  # a DNS name rebound to the service's address
+        "internal.example",  # "*.internal.example" is the names under it only
+        "evilinternal.example",
+        "ops.example.com.evil.example",
+        "10.0.0.5:8080",
+    ):
+        async with client(web, base=f"http://{host}") as c:
+            assert (await c.get("/")).status_code == 421, host
+    # A change through the allowed name, from the dashboard's own page there.
+    own = "https://ops.example.com"
+    async with client(web, base=own) as c:
+        assert (await c.get(f"/login?token={TOKEN}")).status_code == 303
+        r = await c.post("/actions/retry?type=report&id=d0", headers={"origin": own})
+        assert r.status_code == 303
+    assert (await app.get("report", "d0")).state == "due"  # type: ignore[union-attr]
+
+
+def test_allowed_hosts_are_host_names_and_nothing_that_undoes_the_protection(
+    app: duetime.App,
+) -> None:
+    for bad in (["*"], ["example.com:8443"], ["https://example.com"], ["a b"], [""], ["*.*.x"]):
+        with pytest.raises(ValidationError, match="allowed_hosts"):
+            create_app(app, token=TOKEN, allowed_hosts=bad)
+    with pytest.raises(ValidationError, match="not a string"):
+        create_app(app, token=TOKEN, allowed_hosts="ops.example.com")
+    access, _ = access_for("127.0.0.1", TOKEN, False, ["Ops.Example.com", "[2001:db8::1]"])
+    assert access.allowed_hosts == ("ops.example.com", "2001:db8::1")
+    assert access.answers("[2001:db8::1]:8787") and not access.answers("[2001:db8::2]")
+
+
+async def test_ipv6_loopback_is_answered_with_or_without_a_port(app: duetime.App) -> None:
+    web = create_app(app, token=TOKEN)
+    for host in ("[::1]", "[::1]:8787"):
+        async with client(web, base=f"http://{host}") as c:
+            assert (await c.get("/")).status_code == 200, host
+
+
+async def test_mounted_the_login_cookie_goes_to_the_dashboard_only(app: duetime.App) -> None:
+    service = Starlette(routes=[Mount("/ops/duetime", create_app(app, token=TOKEN))])
+    async with client(service) as c:
+        r = await c.get(f"/ops/duetime/login?token={TOKEN}")
+    cookie = r.headers["set-cookie"]
+    assert cookie.startswith("duetime_token=") and "Path=/ops/duetime;" in cookie + ";"
+    async with client(create_app(app, token=TOKEN)) as c:
+        assert "Path=/;" in (await c.get(f"/login?token={TOKEN}")).headers["set-cookie"] + ";"
+
+
+async def test_a_link_cannot_make_the_dashboard_say_what_it_likes(app: duetime.App) -> None:
+    await make_dead(app, "report", 1)
+    spoof = "Your session expired: log in again at evil.example"
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        for query in (
+            {"done": spoof},
+            {"done": spoof, "sig": "0" * 64},
+            {"done": spoof, "sig": "é"},
+        ):
+            page = await c.get("/?" + urlencode(query))
+            assert (
+                page.status_code == 200
+                and spoof not in page.text
+                and 'class="done"' not in page.text
+            )
+        r = await c.post("/actions/retry?type=report&id=d0&next=/dead", headers=SAME)
+        back = r.headers["location"]
+        assert (await c.get(back)).text.count("d0 is due again") == 1  # what the change did
+        forged = back.replace("d0+is+due+again", "d1+is+due+again")
+        assert "d1 is due again" not in (await c.get(forged)).text
+    # Another process serving the same dashboard (same token) shows it too.
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        assert "d0 is due again" in (await c.get(back)).text
+    async with client(create_app(app, token=TOKEN + "x")) as other:
+        assert "d0 is due again" not in (await other.get(back)).text

@@ -14,6 +14,7 @@ from starlette.routing import Route
 from duetime.app import App
 from duetime.bulk import cancel_all, retry_all
 from duetime.errors import DuetimeError, NotFound, TaskNotFound
+from duetime.web import flash
 from duetime.web.data import TypeNames
 
 Action = Callable[[App, Request], Awaitable[str]]
@@ -116,6 +117,7 @@ def _back(request: Request, done: str) -> str:
         target = "/"
     path, _, query = target.partition("?")
     path = request.scope.get("root_path", "") + path
-    query = "&".join(p for p in query.split("&") if p and not p.startswith("done="))
-    flash = urlencode({"done": done})
-    return f"{path}?{query}&{flash}" if query else f"{path}?{flash}"
+    query = "&".join(p for p in query.split("&") if p and p.partition("=")[0] not in flash.PARAMS)
+    message = urlencode(request.app.state.flash.params(done))
+    query = "&".join(p for p in (query, message) if p)
+    return f"{path}?{query}" if query else path

@@ -108,7 +108,7 @@ def routes(app: App, templates: Jinja2Templates, read_only: bool) -> list[Route]
             context.update(
                 page=name,
                 read_only=read_only,
-                done=request.query_params.get("done"),
+                done=request.app.state.flash.message(request.query_params),
                 root=request.scope.get("root_path", ""),
                 here=local_path(request) + (f"?{request.url.query}" if request.url.query else ""),
             )
