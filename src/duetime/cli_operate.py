@@ -9,9 +9,10 @@ from typing import Any
 
 import click
 
-from duetime.cli_app import Target
+from duetime.cli_app import Target, warn_invalid
 from duetime.cli_output import BadUsage, echo, emit, times, when
-from duetime.errors import ConfigError
+from duetime.discover import StoreView, split_names
+from duetime.errors import ConfigError, ValidationError
 from duetime.monitor import TypeHistory, WorkerInfo
 from duetime.monitor.history import KINDS
 from duetime.stores.base import State
@@ -44,9 +45,17 @@ def stats(minutes: int, **options: Any) -> None:
 
     async def collect() -> list[tuple[str, dict[State, int], TypeHistory | None]]:
         history = await target.app.history(minutes)
-        names = sorted(set(await target.all_types()) | set(history) - _internal(history))
-        await target.adopt(*names)
-        return [(n, await target.app.counts(n), history.get(n)) for n in names]
+        stored = await target.all_types()
+        recent = split_names(set(history) - _internal(history))
+        warn_invalid(sorted({*stored.invalid, *recent.invalid}))
+        # A type of the history the app does not know (renamed, or another app's on the
+        # same store) is read from the store, without being declared on the app.
+        view = StoreView(target.app)
+        rows = []
+        for name in sorted({*stored.names, *recent.names}):
+            client = await view.client(name)
+            rows.append((name, await client.counts(name), history.get(name)))
+        return rows
 
     rows = target.run(collect)
     if target.as_json:
@@ -124,13 +133,29 @@ def dashboard_options(command: Callable[..., None]) -> Callable[..., None]:
                 "127.0.0.1, where reading needs it too.",
             ),
             click.option("--read-only", is_flag=True, help="Refuse every change."),
+            click.option(
+                "--allowed-host",
+                "allowed_hosts",
+                multiple=True,
+                metavar="NAME",
+                help="A host name to answer besides loopback ones (repeatable): a name, an "
+                "IP address, or *.example.com for every name under it; requests naming "
+                "any other host are refused.",
+            ),
         )
     ):
         command = option(command)
     return command
 
 
-def dashboard(host: str, port: int, token: str | None, read_only: bool, **options: Any) -> None:
+def dashboard(
+    host: str,
+    port: int,
+    token: str | None,
+    read_only: bool,
+    allowed_hosts: tuple[str, ...],
+    **options: Any,
+) -> None:
     """Serve the web dashboard (needs duetime[web]): what is due, running and dead, the last
     hour, live workers, cron schedules, pollers and expiring groups; retry, delete and
     pause with the token."""
@@ -140,6 +165,14 @@ def dashboard(host: str, port: int, token: str | None, read_only: bool, **option
     except ImportError:
         raise click.ClickException("the dashboard needs: pip install 'duetime[web]'") from None
     try:
-        serve(target.app, host=host, port=port, token=token, read_only=read_only, say=echo)
-    except ConfigError as exc:
+        serve(
+            target.app,
+            host=host,
+            port=port,
+            token=token,
+            read_only=read_only,
+            allowed_hosts=allowed_hosts,
+            say=echo,
+        )
+    except (ConfigError, ValidationError) as exc:
         raise BadUsage(str(exc)) from None
