@@ -21,6 +21,9 @@ from duetime.stores.sqlite.config import parse_sqlite_url
 class Raw(Protocol):
     """What the tests write into a store without duetime."""
 
+    def add_due(self, task_type: str, task_id: str, due_ms: int, record: str) -> None:
+        """Write a due task under any type name, valid or not, as another program would."""
+
     def set_record(self, task_type: str, task_id: str, value: bytes) -> None:
         """Overwrite the record of an existing task with these bytes."""
 
@@ -60,6 +63,11 @@ class RawRedis:
         self.client = sync_redis(url)
         self.namespace = namespace
 
+    def add_due(self, task_type: str, task_id: str, due_ms: int, record: str) -> None:
+        keys = type_keys(self.namespace, task_type)
+        self.client.hset(keys.data, task_id, record)
+        self.client.zadd(keys.due, {task_id: due_ms})
+
     def set_record(self, task_type: str, task_id: str, value: bytes) -> None:
         self.client.hset(type_keys(self.namespace, task_type).data, task_id, value)
 
@@ -89,6 +97,16 @@ class RawSqlite:
             (self.namespace, task_type),
         ).fetchone()
         return int(qid)
+
+    def add_due(self, task_type: str, task_id: str, due_ms: int, record: str) -> None:
+        self.conn.execute(
+            "INSERT OR IGNORE INTO duetime_queues (namespace, type) VALUES (?, ?)",
+            (self.namespace, task_type),
+        )
+        self.conn.execute(
+            "INSERT INTO duetime_tasks (qid, id, due_ms, record) VALUES (?, ?, ?, ?)",
+            (self._where(task_type), task_id, due_ms, record),
+        )
 
     def set_record(self, task_type: str, task_id: str, value: bytes) -> None:
         # Bytes as TEXT: SQLite stores them as they are, valid UTF-8 or not.
@@ -137,6 +155,17 @@ class RawPostgres:
             " WHERE namespace = %s AND type = %s) AND id = %s"
         )
         self.conn.execute(statement.encode(), (*values, self.namespace, task_type, task_id))
+
+    def add_due(self, task_type: str, task_id: str, due_ms: int, record: str) -> None:
+        self.conn.execute(
+            "INSERT INTO queues (namespace, type) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+            (self.namespace, task_type),
+        )
+        self.conn.execute(
+            "INSERT INTO tasks (qid, id, due_ms, record) SELECT qid, %s, %s, %s FROM queues"
+            " WHERE namespace = %s AND type = %s",
+            (task_id, due_ms, record, self.namespace, task_type),
+        )
 
     def set_record(self, task_type: str, task_id: str, value: bytes) -> None:
         try:

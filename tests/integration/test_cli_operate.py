@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,43 @@ def test_the_commands_work_on_a_cluster_and_behind_sentinel(
         "count": 5,
     }
     assert as_json("workers", *target) == []
+
+
+@pytest.mark.timeout(60)
+def test_dashboard_answers_the_allowed_host_names_and_refuses_others(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'd.db'}"
+    refused = invoke("dashboard", "--url", url, "--allowed-host", "*")
+    assert refused.exit_code == 2 and "allowed_hosts" in refused.output
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    command = [sys.executable, "-m", "duetime.cli", "dashboard", "--url", url]
+    command += ["--port", str(port), "--allowed-host", "ops.example.com"]
+    command += ["--allowed-host", "*.svc.example"]
+    proc = subprocess.Popen(
+        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+    def status(host: str) -> int:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/", headers={"Host": host})
+        try:
+            with urllib.request.urlopen(request) as answer:
+                return int(answer.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    try:
+        assert proc.stdout is not None
+        assert f"http://127.0.0.1:{port}/" in proc.stdout.readline()
+        for _ in range(100):
+            try:
+                status("localhost")
+                break
+            except OSError:
+                time.sleep(0.1)
+        assert status("ops.example.com") == 200
+        assert status(f"dash.svc.example:{port}") == 200
+        assert status("localhost") == 200
+        assert status("rebound.example") == 421
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)

@@ -17,7 +17,10 @@ from click.testing import CliRunner, Result
 
 import duetime
 from duetime.cli import main
+from duetime.stores.capabilities import TELEMETRY, use
+from duetime.stores.telemetry import minute_of
 from tests.helpers import make_dead
+from tests.hostile import raw_for
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -184,3 +187,100 @@ def test_a_progress_bar_on_a_terminal_only(env: dict[str, str], tmp_path: Path) 
     asyncio.run(seed(env["url"], env["namespace"], dead=5000))
     piped = subprocess.run(command, capture_output=True, env=environ, check=True)
     assert piped.stdout == b"retried 5000 dead mail tasks\n"
+
+
+def test_numeric_options_refuse_what_is_not_a_finite_number_in_range(
+    env: dict[str, str],
+) -> None:
+    for args in (
+        ["schedule", "mail", "x", "--every", "inf"],
+        ["schedule", "mail", "x", "--every", "1e300"],
+        ["schedule", "mail", "x", "--every", "nan"],
+        ["submit", "mail", "--every", "-inf"],
+        ["schedule", "mail", "x", "--delay", "nan"],
+        ["schedule", "mail", "x", "--delay", "1e300"],
+        ["submit", "mail", "--delay", "inf"],
+        ["schedule", "mail", "x", "--every", "60", "--delay", "1e20"],
+        ["ls", "--limit", str(2**64)],
+        ["ls", "mail", "--limit", str(2**64)],
+        ["cron", "--next", str(10**12)],
+        ["worker", "nowhere:app", "--grace", "nan"],
+        ["worker", "nowhere:app", "--grace", "-1"],
+    ):
+        result = invoke(*args)
+        option = next(a for a in reversed(args) if a.startswith("--"))
+        assert result.exit_code == 2, (args, result.output)
+        assert f"'{option}'" in result.stderr and "Traceback" not in result.output, args
+    for args in (["--at", "2031-13-01T00:00:00Z"], ["--until", "soon"], ["--payload", "{x"]):
+        result = invoke("schedule", "mail", "x", *args)
+        assert result.exit_code == 2 and args[0] in result.stderr, (args, result.output)
+    assert as_json("stats") == []  # nothing was written
+
+
+async def plant_bad_type(url: str, namespace: str) -> None:
+    """Good tasks, and one under a name that is not a valid type name, written behind
+    duetime's back (by another program, or an older version)."""
+    await seed(url, namespace, dead=2)
+    writer = raw_for(url, namespace)
+    try:
+        writer.add_due("bad type<x>", "b1", 4_102_444_800_000, '{"p":{}}')  # due in 2100
+    finally:
+        writer.close()
+
+
+def test_a_type_name_in_the_store_that_is_not_valid_is_skipped_with_a_warning(
+    env: dict[str, str],
+) -> None:
+    asyncio.run(plant_bad_type(env["url"], env["namespace"]))
+    for args in (["stats"], ["stats", "--json"], ["ls"], ["ls", "--json"]):
+        result = invoke(*args)
+        assert result.exit_code == 0, (args, result.output)
+        assert "bad type" not in result.stdout and "split" in result.stdout, args
+        (warning,) = result.stderr.splitlines()
+        assert "'bad type<x>'" in warning and "not a valid type name" in warning, args
+    rows = as_json("stats")
+    assert isinstance(rows, list) and [row["type"] for row in rows] == ["mail", "split"]
+
+
+APP_MODULE = """
+import os, duetime
+app = duetime.App(os.environ["DUETIME_URL"], namespace=os.environ["DUETIME_NAMESPACE"])
+
+@app.task("mail")
+async def mail(payload):
+    pass
+"""
+
+
+async def history_of_a_type_the_app_no_longer_has(url: str, namespace: str) -> None:
+    """Dead tasks, and the last hour's counts, of ``oldMail``: what a worker of the app's
+    previous version left (a rename), or of another app on the same store."""
+    app = duetime.App(url, namespace=namespace)
+    app.declare("oldMail")
+    try:
+        await make_dead(app, "oldMail", 2)
+        now = await app.now_ms()
+        store = await app.open()
+        counts = {(minute_of(now), "oldMail", "fired"): 5}
+        await use(store, TELEMETRY).telemetry.add_counts(counts, now)
+    finally:
+        await app.close()
+
+
+def test_stats_of_an_app_shows_the_types_of_the_history_it_does_not_have(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "renamedapp.py").write_text(APP_MODULE)
+    monkeypatch.chdir(tmp_path)
+    sys.modules.pop("renamedapp", None)
+    asyncio.run(history_of_a_type_the_app_no_longer_has(env["url"], env["namespace"]))
+    rows = as_json("stats", "renamedapp:app")
+    assert isinstance(rows, list)
+    assert [(r["type"], r["dead"], r["recent"]["fired"]) for r in rows] == [
+        ("mail", 0, 0),
+        ("oldMail", 2, 5),
+    ]
+    assert "oldMail\t0\t0\t2\t5" in ok("stats", "renamedapp:app")
+    # Shown, not adopted: the app still refuses the type (a typo, for the app).
+    result = invoke("schedule", "renamedapp:app", "oldMail", "x")
+    assert result.exit_code == 2 and "unknown task type" in result.stderr

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -17,11 +17,12 @@ from starlette.applications import Starlette
 from starlette.routing import Mount
 
 import duetime
-from duetime.errors import ConfigError
+from duetime.errors import ConfigError, UnknownTaskType, ValidationError
 from duetime.web import create_app
 from duetime.web.guard import Access
 from duetime.web.serve import access_for
 from tests.helpers import make_dead
+from tests.hostile import Raw, raw_for
 
 ORIGIN = "http://127.0.0.1:8787"
 TOKEN = "t0ken-for-tests"
@@ -303,3 +304,200 @@ async def test_the_dashboard_serves_store_gauges_for_prometheus(app: duetime.App
         body = (await c.get("/metrics")).text
     assert 'duetime_store_tasks{state="dead",type="report"} 4.0' in body
     assert 'duetime_store_tasks{state="due",type="mail"} 1.0' in body
+
+
+# -- reading never changes the App --------------------------------------------------------
+
+
+@pytest.fixture
+def raw(url: str, namespace: str) -> Iterator[Raw]:
+    writer = raw_for(url, namespace)
+    yield writer
+    writer.close()
+
+
+async def test_reading_any_type_name_never_declares_it_on_the_app(app: duetime.App) -> None:
+    before = dict(app.types)
+    names = ["sendWelcom", *(f"typo{n}" for n in range(40))]
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        for name in names:
+            assert (await c.get(f"/types/{name}")).status_code == 404
+            assert (await c.get("/types/" + name + "?state=dead&id=x")).status_code == 404
+            page = await c.get("/task?" + urlencode({"type": name, "id": "x"}))
+            assert page.status_code == 200 and "No task" in page.text
+            r = await c.post(f"/actions/retry-dead?type={name}", headers=SAME)
+            assert r.status_code == 404
+        overview = (await c.get("/")).text
+        dead = (await c.get("/dead")).text
+    assert app.types == before
+    with pytest.raises(UnknownTaskType):
+        await app.schedule("sendWelcom", "w1")
+    assert "sendWelcom" not in overview and "typo" not in overview and "typo" not in dead
+
+
+async def test_a_bare_apps_overview_lists_only_what_the_store_holds(
+    app: duetime.App, url: str, namespace: str
+) -> None:
+    await app.schedule("mail", "m1", delay=60)
+    bare = duetime.App(url, namespace=namespace)  # what `duetime dashboard --url` makes
+    try:
+        async with client(create_app(bare, token=TOKEN)) as c:
+            for n in range(40):
+                assert (await c.get(f"/types/typo{n}")).status_code == 404
+            overview = (await c.get("/")).text
+        assert '<tr data-type="mail">' in overview and "typo" not in overview
+        assert not bare.types
+    finally:
+        await bare.close()
+
+
+async def test_a_type_only_the_store_holds_is_read_and_changed_without_declaring_it(
+    app: duetime.App, url: str, namespace: str
+) -> None:
+    other = duetime.App(url, namespace=namespace)  # another service on the same store
+    other.declare("invoice", partitions=3)
+    try:
+        await make_dead(other, "invoice", 4)
+    finally:
+        await other.close()
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        assert '<tr data-type="invoice">' in (await c.get("/")).text
+        listing = (await c.get("/types/invoice?state=dead")).text
+        assert len(rows(listing)) == 4
+        task = await c.get("/task?" + urlencode({"type": "invoice", "id": "d2"}))
+        assert '<h1 class="id">d2</h1>' in task.text
+        r = await c.post("/actions/retry?type=invoice&id=d0", headers=SAME)
+        assert r.status_code == 303
+        r = await c.post("/actions/delete-dead?type=invoice", headers=SAME)
+        assert r.status_code == 303 and "3+dead+tasks+of+invoice+deleted" in r.headers["location"]
+        metrics = (await c.get("/metrics")).text
+    assert 'duetime_store_tasks{state="due",type="invoice"} 1.0' in metrics
+    assert "invoice" not in app.types
+    with pytest.raises(UnknownTaskType):
+        await app.counts("invoice")
+
+
+# -- bad data in the store stops nothing but itself -----------------------------------------
+
+
+async def test_a_type_name_in_the_store_that_is_not_valid_is_skipped_and_named(
+    app: duetime.App, raw: Raw, url: str, namespace: str
+) -> None:
+    await app.schedule("mail", "m1", delay=60)
+    await make_dead(app, "report", 2)
+    raw.add_due("bad type<x>", "b1", 4_102_444_800_000, '{"p":{}}')  # due in 2100
+    bare = duetime.App(url, namespace=namespace)
+    try:
+        for seen_by in (app, bare):
+            await _shows_the_good_types_and_names_the_bad_one(create_app(seen_by, token=TOKEN))
+    finally:
+        await bare.close()
+
+
+async def _shows_the_good_types_and_names_the_bad_one(web: object) -> None:
+    async with client(web) as c:
+        overview = await c.get("/")
+        dead = await c.get("/dead")
+        metrics = await c.get("/metrics")
+    assert overview.status_code == 200 and '<tr data-type="mail">' in overview.text
+    assert "bad type&lt;x&gt;" in overview.text and "<x>" not in overview.text
+    assert dead.status_code == 200 and 'data-type="report"' in dead.text
+    assert "bad type&lt;x&gt;" in dead.text
+    assert metrics.status_code == 200
+    assert 'duetime_store_tasks{state="dead",type="report"} 2.0' in metrics.text
+    assert "duetime_store_up 1.0" in metrics.text
+
+
+# -- served under a service's own names ---------------------------------------------------
+
+
+async def test_a_service_allows_its_own_host_names_and_still_refuses_others(
+    app: duetime.App,
+) -> None:
+    await make_dead(app, "report", 1)
+    web = create_app(app, token=TOKEN, allowed_hosts=["ops.example.com", "*.internal.example"])
+    for host in (
+        "ops.example.com",
+        "OPS.Example.com:8443",
+        "ops.example.com.",
+        "a.internal.example",
+        "b.c.internal.example:80",
+        "localhost:8787",
+        "127.0.0.1",
+        "[::1]:8787",
+    ):
+        async with client(web, base=f"http://{host}") as c:
+            assert (await c.get("/")).status_code == 200, host
+    for host in (
+        "rebound.example",  # a DNS name rebound to the service's address
+        "internal.example",  # "*.internal.example" is the names under it only
+        "evilinternal.example",
+        "ops.example.com.evil.example",
+        "10.0.0.5:8080",
+    ):
+        async with client(web, base=f"http://{host}") as c:
+            assert (await c.get("/")).status_code == 421, host
+    # A change through the allowed name, from the dashboard's own page there.
+    own = "https://ops.example.com"
+    async with client(web, base=own) as c:
+        assert (await c.get(f"/login?token={TOKEN}")).status_code == 303
+        r = await c.post("/actions/retry?type=report&id=d0", headers={"origin": own})
+        assert r.status_code == 303
+    assert (await app.get("report", "d0")).state == "due"  # type: ignore[union-attr]
+
+
+def test_allowed_hosts_are_host_names_and_nothing_that_undoes_the_protection(
+    app: duetime.App,
+) -> None:
+    for bad in (["*"], ["example.com:8443"], ["https://example.com"], ["a b"], [""], ["*.*.x"]):
+        with pytest.raises(ValidationError, match="allowed_hosts"):
+            create_app(app, token=TOKEN, allowed_hosts=bad)
+    with pytest.raises(ValidationError, match="not a string"):
+        create_app(app, token=TOKEN, allowed_hosts="ops.example.com")
+    access, _ = access_for("127.0.0.1", TOKEN, False, ["Ops.Example.com", "[2001:db8::1]"])
+    assert access.allowed_hosts == ("ops.example.com", "2001:db8::1")
+    assert access.answers("[2001:db8::1]:8787") and not access.answers("[2001:db8::2]")
+
+
+async def test_ipv6_loopback_is_answered_with_or_without_a_port(app: duetime.App) -> None:
+    web = create_app(app, token=TOKEN)
+    for host in ("[::1]", "[::1]:8787"):
+        async with client(web, base=f"http://{host}") as c:
+            assert (await c.get("/")).status_code == 200, host
+
+
+async def test_mounted_the_login_cookie_goes_to_the_dashboard_only(app: duetime.App) -> None:
+    service = Starlette(routes=[Mount("/ops/duetime", create_app(app, token=TOKEN))])
+    async with client(service) as c:
+        r = await c.get(f"/ops/duetime/login?token={TOKEN}")
+    cookie = r.headers["set-cookie"]
+    assert cookie.startswith("duetime_token=") and "Path=/ops/duetime;" in cookie + ";"
+    async with client(create_app(app, token=TOKEN)) as c:
+        assert "Path=/;" in (await c.get(f"/login?token={TOKEN}")).headers["set-cookie"] + ";"
+
+
+async def test_a_link_cannot_make_the_dashboard_say_what_it_likes(app: duetime.App) -> None:
+    await make_dead(app, "report", 1)
+    spoof = "Your session expired: log in again at evil.example"
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        for query in (
+            {"done": spoof},
+            {"done": spoof, "sig": "0" * 64},
+            {"done": spoof, "sig": "é"},
+        ):
+            page = await c.get("/?" + urlencode(query))
+            assert (
+                page.status_code == 200
+                and spoof not in page.text
+                and 'class="done"' not in page.text
+            )
+        r = await c.post("/actions/retry?type=report&id=d0&next=/dead", headers=SAME)
+        back = r.headers["location"]
+        assert (await c.get(back)).text.count("d0 is due again") == 1  # what the change did
+        forged = back.replace("d0+is+due+again", "d1+is+due+again")
+        assert "d1 is due again" not in (await c.get(forged)).text
+    # Another process serving the same dashboard (same token) shows it too.
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        assert "d0 is due again" in (await c.get(back)).text
+    async with client(create_app(app, token=TOKEN + "x")) as other:
+        assert "d0 is due again" not in (await other.get(back)).text

@@ -9,6 +9,7 @@ import click
 
 from duetime.cli.output import cron_doc, cron_lines, echo, emit
 from duetime.cli.target import Target, app_command
+from duetime.cli.values import MAX_NEXT_RUNS
 from duetime.errors import ScheduleNotFound
 from duetime.features.cron.manage import CronInfo
 
@@ -18,7 +19,7 @@ from duetime.features.cron.manage import CronInfo
 @click.option(
     "--next",
     "count",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, MAX_NEXT_RUNS),
     default=3,
     show_default=True,
     help="Next run times to show.",

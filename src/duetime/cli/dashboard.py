@@ -9,7 +9,7 @@ import click
 
 from duetime.cli.output import BadUsage, echo
 from duetime.cli.target import Target, app_command
-from duetime.errors import ConfigError
+from duetime.errors import ConfigError, ValidationError
 
 
 def dashboard_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -24,6 +24,15 @@ def dashboard_options(command: Callable[..., None]) -> Callable[..., None]:
                 "127.0.0.1, where reading needs it too.",
             ),
             click.option("--read-only", is_flag=True, help="Refuse every change."),
+            click.option(
+                "--allowed-host",
+                "allowed_hosts",
+                multiple=True,
+                metavar="NAME",
+                help="A host name to answer besides loopback ones (repeatable): a name, an "
+                "IP address, or *.example.com for every name under it; requests naming "
+                "any other host are refused.",
+            ),
         )
     ):
         command = option(command)
@@ -32,7 +41,14 @@ def dashboard_options(command: Callable[..., None]) -> Callable[..., None]:
 
 @app_command()
 @dashboard_options
-def dashboard(host: str, port: int, token: str | None, read_only: bool, **options: Any) -> None:
+def dashboard(
+    host: str,
+    port: int,
+    token: str | None,
+    read_only: bool,
+    allowed_hosts: tuple[str, ...],
+    **options: Any,
+) -> None:
     """Serve the web dashboard (needs duetime[web]): what is due, running and dead, the last
     hour, live workers, cron schedules, pollers and expiring groups; retry, delete and
     pause with the token."""
@@ -42,6 +58,14 @@ def dashboard(host: str, port: int, token: str | None, read_only: bool, **option
     except ImportError:
         raise click.ClickException("the dashboard needs: pip install 'duetime[web]'") from None
     try:
-        serve(target.app, host=host, port=port, token=token, read_only=read_only, say=echo)
-    except ConfigError as exc:
+        serve(
+            target.app,
+            host=host,
+            port=port,
+            token=token,
+            read_only=read_only,
+            allowed_hosts=allowed_hosts,
+            say=echo,
+        )
+    except (ConfigError, ValidationError) as exc:
         raise BadUsage(str(exc)) from None

@@ -9,8 +9,9 @@ from typing import Any
 
 import click
 
+from duetime.admin.discover import StoreView, split_names
 from duetime.cli.output import echo, emit, times, when
-from duetime.cli.target import Target, app_command
+from duetime.cli.target import Target, app_command, warn_invalid
 from duetime.features.telemetry import TypeHistory, WorkerInfo
 from duetime.features.telemetry.history import KINDS
 from duetime.stores.base import State
@@ -36,9 +37,17 @@ def stats(minutes: int, **options: Any) -> None:
 
     async def collect() -> list[tuple[str, dict[State, int], TypeHistory | None]]:
         history = await target.app.history(minutes)
-        names = sorted(set(await target.all_types()) | set(history) - _internal(history))
-        await target.adopt(*names)
-        return [(n, await target.app.counts(n), history.get(n)) for n in names]
+        stored = await target.all_types()
+        recent = split_names(set(history) - _internal(history))
+        warn_invalid(sorted({*stored.invalid, *recent.invalid}))
+        # A type of the history the app does not know (renamed, or another app's on the
+        # same store) is read from the store, without being declared on the app.
+        view = StoreView(target.app)
+        rows = []
+        for name in sorted({*stored.names, *recent.names}):
+            client = await view.client(name)
+            rows.append((name, await client.counts(name), history.get(name)))
+        return rows
 
     rows = target.run(collect)
     if target.as_json:

@@ -26,6 +26,12 @@ T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def warn_invalid(names: list[str]) -> None:
+    """Say on stderr which names read from the store were skipped as invalid type names."""
+    for name in names:
+        click.echo("warning: " + discover.INVALID_WARNING % name, err=True)
+
+
 def load_app(target: str) -> App:
     """The App named by ``module:attribute``, imported from the working directory.
 
@@ -170,12 +176,15 @@ class Target:
         if self.bare:
             await discover.adopt(self.app, *names)
 
-    async def all_types(self) -> list[str]:
+    async def all_types(self) -> discover.Found:
         """The types of ``ls`` without a type, and of ``stats``: an app's own, or for a bare
-        app, those the store holds."""
-        if self.bare:
-            return await discover.stored_types(self.app)
-        return sorted(self.app.types)
+        app, those the store holds (adopted), with apart the names in the store that are
+        not valid type names (for :func:`warn_invalid`)."""
+        if not self.bare:
+            return discover.Found(sorted(self.app.types), [])
+        found = await discover.find_types(self.app)
+        await discover.adopt(self.app, *found.names)
+        return found
 
     def run(self, call: Callable[[], Awaitable[T]]) -> T:
         """Run ``call`` in a new event loop, closing the app after it; duetime's errors become

@@ -21,7 +21,8 @@ from duetime.cli.output import (
     times,
     when,
 )
-from duetime.cli.target import Target, app_command
+from duetime.cli.target import Target, app_command, warn_invalid
+from duetime.cli.values import MAX_COUNT, Seconds
 from duetime.model import TaskInfo
 from duetime.stores.base import STATES, State
 
@@ -31,10 +32,12 @@ def task_options(command: Callable[..., None]) -> Callable[..., None]:
     for option in reversed(
         (
             click.option("--at", "at", help="When it is due: an ISO 8601 time with an offset."),
-            click.option("--delay", type=float, help="Seconds from now (by the store's clock)."),
+            click.option(
+                "--delay", type=Seconds(), help="Seconds from now (by the store's clock)."
+            ),
             click.option("--payload", default="{}", show_default=True, help="A JSON object."),
             click.option(
-                "--every", type=float, help="Make it periodic: seconds between occurrences."
+                "--every", type=Seconds(), help="Make it periodic: seconds between occurrences."
             ),
             click.option(
                 "--until", "until", help="The last time an occurrence may be due (ISO 8601)."
@@ -48,17 +51,22 @@ def task_options(command: Callable[..., None]) -> Callable[..., None]:
 def task_fields(
     at: str | None, delay: float | None, payload: str, every: float | None, until: str | None
 ) -> dict[str, Any]:
-    """The keyword arguments of App.schedule and App.submit, from the task options."""
+    """The keyword arguments of App.schedule and App.submit, from the task options (their
+    numbers checked by :class:`~duetime.cli.values.Seconds`); a bad one names its option."""
+    return {
+        "at": _parsed("--at", at, datetime.fromisoformat),
+        "delay": delay,
+        "payload": _parsed("--payload", payload, json.loads),
+        "every": None if every is None else timedelta(seconds=every),
+        "until": _parsed("--until", until, datetime.fromisoformat),
+    }
+
+
+def _parsed(option: str, text: str | None, parse: Callable[[str], Any]) -> Any:
     try:
-        return {
-            "at": datetime.fromisoformat(at) if at else None,
-            "delay": delay,
-            "payload": json.loads(payload),
-            "every": None if every is None else timedelta(seconds=every),
-            "until": datetime.fromisoformat(until) if until else None,
-        }
+        return parse(text) if text else None
     except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
+        raise click.BadParameter(str(exc), param_hint=option) from None
 
 
 @app_command()
@@ -196,7 +204,7 @@ def _bulk(target: Target, task_type: str, action: str, state: State) -> None:
 @app_command(name="ls")
 @click.argument("task_type", required=False)
 @click.option("--state", type=click.Choice(STATES), default="due", show_default=True)
-@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, MAX_COUNT), default=50, show_default=True)
 def list_tasks(task_type: str | None, state: State, limit: int, **options: Any) -> None:
     """List tasks of one type (or of every type: the app's, or with --url those the store
     holds) in a state, earliest first: at most --limit per type."""
@@ -205,7 +213,11 @@ def list_tasks(task_type: str | None, state: State, limit: int, **options: Any) 
     async def collect() -> list[TaskInfo]:
         if task_type:
             await target.adopt(task_type)
-        names = [task_type] if task_type else await target.all_types()
+            names = [task_type]
+        else:
+            found = await target.all_types()
+            warn_invalid(found.invalid)
+            names = found.names
         return [t for name in names for t in await target.app.list(name, state, limit=limit)]
 
     rows = target.run(collect)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from duetime.cli.target import load_app
+from duetime.cli.values import Seconds
 from duetime.errors import DuetimeError
 
 
@@ -13,6 +14,7 @@ from duetime.errors import DuetimeError
 @click.option("--type", "types", multiple=True, help="Run only these task types (repeatable).")
 @click.option(
     "--grace",
+    type=Seconds(minimum=0),
     default=30.0,
     show_default=True,
     help="Seconds running handlers get to finish after SIGTERM or SIGINT.",

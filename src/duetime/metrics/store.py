@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from duetime.client import Client
 
 log = logging.getLogger(__name__)
+
+#: A reading of the store's counts: per type, per state.
+Counts = Mapping[str, Mapping[State, int]]
 
 #: How long one reading of the store serves scrapes: Prometheus scrapes every 15 s or more
 #: by default, so 5 s keeps the gauges fresh and a busy (or several) scraper from loading
@@ -39,6 +42,8 @@ class StoreGauges:
         app: the app (or client) whose store and task types to read.
         types: the task types to count; default every type the app knows.
         cache_seconds: how long a reading serves, successful or not.
+        read: how to read the counts instead (``types`` is then unused): for a reader of
+            types the app does not know, such as the dashboard's.
     """
 
     def __init__(
@@ -47,12 +52,14 @@ class StoreGauges:
         types: Sequence[str] | None = None,
         *,
         cache_seconds: float = DEFAULT_CACHE_SECONDS,
+        read: Callable[[], Awaitable[Counts]] | None = None,
     ) -> None:
         self.app = app
         self.types = None if types is None else tuple(types)
         self.cache_seconds = cache_seconds
         self.reads = 0  # readings of the store made, successful or not
-        self._counts: dict[str, dict[State, int]] = {}
+        self._read = read or self._read_types
+        self._counts: Counts = {}
         self._up = False
         self._read_at: float | None = None  # time.monotonic() of the last reading
         self._lock = asyncio.Lock()
@@ -79,7 +86,7 @@ class StoreGauges:
                 self._up = False
             self._read_at = time.monotonic()
 
-    async def _read(self) -> dict[str, dict[State, int]]:
+    async def _read_types(self) -> Counts:
         names = sorted(self.app.types) if self.types is None else self.types
         counts = await asyncio.gather(*(self.app.counts(name) for name in names))
         return dict(zip(names, counts, strict=True))
@@ -91,9 +98,7 @@ class StoreGauges:
         return self._families(self._counts, self._up)
 
     @staticmethod
-    def _families(
-        counts: dict[str, dict[State, int]] | None = None, up: bool = False
-    ) -> Iterator[Metric]:
+    def _families(counts: Counts | None = None, up: bool = False) -> Iterator[Metric]:
         tasks = GaugeMetricFamily(
             "duetime_store_tasks",
             "Tasks in the store per type and state (due, running, dead), across every "

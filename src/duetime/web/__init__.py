@@ -2,7 +2,7 @@
 or to mount in a service of your own::
 
     from duetime.web import create_app
-    dashboard = create_app(app, token="...")           # an ASGI app
+    dashboard = create_app(app, token="...", allowed_hosts=["ops.example.com"])  # ASGI
     service.mount("/duetime", dashboard)               # Starlette / FastAPI
 
 Pages are rendered on the server (Jinja2, autoescaped); htmx refreshes them in place and
@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
 from importlib import resources
 from typing import Any
@@ -33,7 +33,8 @@ except ImportError as exc:  # pragma: no cover - the extra is part of dev
 from duetime.app import App
 from duetime.web import actions, pages, scrape
 from duetime.web.data import TypeNames
-from duetime.web.guard import Access, Guard, is_loopback
+from duetime.web.flash import Flash
+from duetime.web.guard import Access, Guard, host_patterns, is_loopback
 
 __all__ = ["Access", "create_app", "is_loopback", "new_token"]
 
@@ -50,8 +51,12 @@ def create_app(
     read_only: bool = False,
     access: Access | None = None,
     close_app: bool = False,
+    allowed_hosts: Iterable[str] = (),
 ) -> Guard:
     """The dashboard of ``app`` as an ASGI app.
+
+    The dashboard never changes ``app``: a task type the app does not know is read from
+    the store without being declared on it, and a name neither knows is not found (404).
 
     Args:
         app: the App whose store to show (with its code, its cron schedules, pollers and
@@ -59,13 +64,25 @@ def create_app(
         token: what a change (retry, delete, pause) must carry; without one, changes are
             refused (as with ``read_only``).
         read_only: refuse every change.
-        access: the full rules instead of ``token`` and ``read_only`` (see
-            :class:`~duetime.web.guard.Access`); ``duetime dashboard`` sets them from
-            where it listens.
+        access: the full rules instead of ``token``, ``read_only`` and ``allowed_hosts``
+            (see :class:`~duetime.web.guard.Access`); ``duetime dashboard`` sets them
+            from where it listens.
         close_app: close ``app`` when the server shuts down (when the dashboard owns it).
+        allowed_hosts: the host names the dashboard answers besides loopback ones (the
+            service's own names): ``"ops.example.com"``, an IP address, or
+            ``"*.example.com"`` for every name under it. A request naming another host is
+            refused (421), so that a web page cannot reach the dashboard through a DNS
+            name rebound to the service's address.
+
+    Raises:
+        ValidationError: a bad entry in ``allowed_hosts``.
     """
     if access is None:
-        access = Access(token=token, read_only=read_only or token is None)
+        access = Access(
+            token=token,
+            read_only=read_only or token is None,
+            allowed_hosts=host_patterns(allowed_hosts),
+        )
     folder = resources.files("duetime.web")
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("duetime.web", "templates"), autoescape=True
@@ -75,10 +92,11 @@ def create_app(
         task_url=pages.task_url, type_url=pages.type_url, qs=_query, inf=float("inf")
     )
     env.filters.update(when=_when, tojson_safe=_json, pretty=_pretty)
+    type_names = TypeNames(app)
     routes = [
         *pages.routes(app, templates, access.read_only),
         *actions.routes(app),
-        *scrape.routes(app),
+        *scrape.routes(app, type_names),
         Mount("/static", StaticFiles(directory=str(folder / "static")), name="static"),
     ]
 
@@ -91,7 +109,8 @@ def create_app(
                 await app.close()
 
     dashboard = Starlette(routes=routes, lifespan=lifespan)
-    dashboard.state.types = TypeNames(app)
+    dashboard.state.types = type_names
+    dashboard.state.flash = Flash(None if access.read_only else access.token)
     return Guard(dashboard, access)
 
 

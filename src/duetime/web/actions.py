@@ -14,32 +14,33 @@ from starlette.routing import Route
 from duetime.admin.bulk import cancel_all, retry_all
 from duetime.app import App
 from duetime.errors import DuetimeError, NotFound, TaskNotFound
-from duetime.web.data import known
+from duetime.web import flash
+from duetime.web.data import TypeNames
 
 Action = Callable[[App, Request], Awaitable[str]]
 
 
 async def retry(app: App, request: Request) -> str:
-    name, task_id = await _task(app, request)
-    await app.retry(name, task_id)
+    client, name, task_id = await _task(request)
+    await client.retry(name, task_id)
     return f"{task_id} is due again"
 
 
 async def delete(app: App, request: Request) -> str:
-    name, task_id = await _task(app, request)
-    if not await app.cancel(name, task_id):
+    client, name, task_id = await _task(request)
+    if not await client.cancel(name, task_id):
         raise TaskNotFound(name, task_id)
     return f"{task_id} deleted"
 
 
 async def retry_dead(app: App, request: Request) -> str:
-    name = await _type(app, request)
-    return f"{await retry_all(app, name)} dead tasks of {name} due again"
+    client, name = await _type(request)
+    return f"{await retry_all(client, name)} dead tasks of {name} due again"
 
 
 async def delete_dead(app: App, request: Request) -> str:
-    name = await _type(app, request)
-    return f"{await cancel_all(app, name, 'dead')} dead tasks of {name} deleted"
+    client, name = await _type(request)
+    return f"{await cancel_all(client, name, 'dead')} dead tasks of {name} deleted"
 
 
 async def pause_cron(app: App, request: Request) -> str:
@@ -96,17 +97,17 @@ def _param(request: Request, name: str) -> str:
     return value
 
 
-async def _type(app: App, request: Request) -> str:
+async def _type(request: Request) -> tuple[App, str]:
+    """The type the request names, and the app to call about it (the App, or for a type
+    only its store knows, the dashboard's view: nothing is declared on the App)."""
     name = _param(request, "type")
-    try:
-        await known(app, name)
-    except DuetimeError as exc:
-        raise _BadRequest(str(exc)) from None
-    return name
+    types: TypeNames = request.app.state.types
+    return await types.client(name), name
 
 
-async def _task(app: App, request: Request) -> tuple[str, str]:
-    return await _type(app, request), _param(request, "id")
+async def _task(request: Request) -> tuple[App, str, str]:
+    client, name = await _type(request)
+    return client, name, _param(request, "id")
 
 
 def _back(request: Request, done: str) -> str:
@@ -116,6 +117,7 @@ def _back(request: Request, done: str) -> str:
         target = "/"
     path, _, query = target.partition("?")
     path = request.scope.get("root_path", "") + path
-    query = "&".join(p for p in query.split("&") if p and not p.startswith("done="))
-    flash = urlencode({"done": done})
-    return f"{path}?{query}&{flash}" if query else f"{path}?{flash}"
+    query = "&".join(p for p in query.split("&") if p and p.partition("=")[0] not in flash.PARAMS)
+    message = urlencode(request.app.state.flash.params(done))
+    query = "&".join(p for p in (query, message) if p)
+    return f"{path}?{query}" if query else path

@@ -4,27 +4,33 @@ nothing writes (the writes are :mod:`.actions`)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from duetime.admin.discover import INTERNAL_PREFIX, SHOWN_INTERNAL, adopt, stored_types
+from duetime.admin.discover import (
+    INVALID_WARNING,
+    Found,
+    StoreView,
+    find_types,
+    is_valid,
+    shown,
+    split_names,
+)
 from duetime.app import App
+from duetime.errors import NotFound
 from duetime.features.cron.manage import CronInfo
 from duetime.features.telemetry import TypeHistory, WorkerInfo
 from duetime.model import TaskInfo
 from duetime.stores.base import State
 from duetime.triggers.poll import tick_type
 
+log = logging.getLogger(__name__)
+
 #: Tasks on one page of a listing.
 PAGE_SIZE = 50
-
-
-async def known(app: App, name: str) -> None:
-    """Make ``name`` a type the App knows, with the partitions the store holds it in, so
-    that a dashboard without the user's code (``--url``) reads and acts on any type."""
-    await adopt(app, name)
 
 
 #: How long the list of types the store holds is reused: finding them scans the store.
@@ -32,25 +38,65 @@ STORED_TYPES_SECONDS = 5.0
 
 
 class TypeNames:
-    """The task types one dashboard shows, with the store's list of types kept a few
-    seconds (one per dashboard: nothing is shared between apps)."""
+    """The task types one dashboard shows, and the app to call about each, with the store's
+    list of types kept a few seconds (one per dashboard: nothing is shared between apps).
+
+    Nothing is declared on the App: a type it does not know is read through a
+    :class:`~duetime.admin.discover.StoreView`, and only a type the App or the store knows is
+    shown, so that no request can make the App accept a type or grow the overview.
+    """
 
     def __init__(self, app: App) -> None:
         self.app = app
+        self.view = StoreView(app)
         self._read_at = -STORED_TYPES_SECONDS
-        self._stored: list[str] = []
+        self._stored = Found([], [])
+        #: The names of the last call, and those found not valid (named on the overview).
+        self._shown: frozenset[str] = frozenset()
+        self.invalid: list[str] = []
+        self._warned: set[str] = set()  # each invalid name is logged once
 
     async def __call__(self, workers: list[WorkerInfo], history: dict[str, Any]) -> list[str]:
         """Every task type worth a row: the App's, those live workers run, those with
-        recent counts, and those the store holds tasks of; duetime's own types left out."""
-        app = self.app
-        names = set(app.types) | {t for w in workers for t in w.types} | set(history)
-        names = {n for n in names if not n.startswith(INTERNAL_PREFIX) or n in SHOWN_INTERNAL}
+        recent counts, and those the store holds tasks of; duetime's own types left out,
+        and names that are not valid type names set apart in :attr:`invalid`."""
         if time.monotonic() - self._read_at > STORED_TYPES_SECONDS:
-            self._stored = await stored_types(app)
+            self._stored = await find_types(self.app)
             self._read_at = time.monotonic()
-        await adopt(app, *names, *self._stored)
-        return sorted(names.union(self._stored))
+        seen = {t for w in workers for t in w.types} | set(history)
+        found = split_names(shown([*self.app.types, *seen, *self._stored.names]))
+        self.invalid = sorted({*found.invalid, *self._stored.invalid})
+        self._shown = frozenset(found.names)
+        for name in set(self.invalid).difference(self._warned):
+            log.warning(INVALID_WARNING, name)
+            self._warned.add(name)
+        return found.names
+
+    async def shows(self, name: str) -> bool:
+        """Whether ``name`` is a type this dashboard shows: one the App knows, one the
+        store holds, or one live workers or the last hour name."""
+        if name in self.app.types or name in self._shown:
+            return True
+        if not is_valid(name):
+            return False
+        if await self.view.holds(name):
+            return True
+        return name in await self(await self.app.workers(), await self.app.history(60))
+
+    async def client(self, name: str) -> App:
+        """The app to call about ``name``: the App, or the view's for a type it does not
+        know. Raises NotShown when this dashboard does not show ``name``."""
+        if not await self.shows(name):
+            raise NotShown(name)
+        return await self.view.client(name)
+
+
+class NotShown(NotFound):
+    """A task type neither the App nor its store knows."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"no task type {name!r}, in the app or in its store")
+        self.name = name
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,15 +130,26 @@ class Overview:
     minutes: list[int]
     throughput: dict[str, list[int]]
     lateness_p99: dict[str, list[float | None]]
+    #: Names in the store that are not valid type names, skipped.
+    invalid: list[str]
+
+
+async def counts(type_names: TypeNames, names: list[str]) -> list[dict[State, int]]:
+    """How many tasks of each of ``names`` are due, running and dead."""
+
+    async def count(name: str) -> dict[State, int]:
+        return await (await type_names.view.client(name)).counts(name)
+
+    return list(await asyncio.gather(*(count(n) for n in names)))
 
 
 async def overview(app: App, type_names: TypeNames) -> Overview:
     workers, history = await asyncio.gather(app.workers(), app.history(60))
     names = await type_names(workers, history)
-    counts = await asyncio.gather(*(app.counts(n) for n in names))
+    by_type = await counts(type_names, names)
     rows = [
         TypeRow(name, c["due"], c["running"], c["dead"], history.get(name))
-        for name, c in zip(names, counts, strict=True)
+        for name, c in zip(names, by_type, strict=True)
     ]
     any_history = next(iter(history.values()), None)
     minutes = (
@@ -104,7 +161,7 @@ async def overview(app: App, type_names: TypeNames) -> Overview:
         for n, h in history.items()
         if n in names
     }
-    return Overview(rows, workers, minutes, throughput, lateness)
+    return Overview(rows, workers, minutes, throughput, lateness, type_names.invalid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,18 +176,25 @@ class Listing:
     pages: int
 
 
-async def listing(app: App, name: str, state: State, page: int) -> Listing:
-    await known(app, name)
-    counts = await app.counts(name)
-    pages = max(1, -(-counts[state] // PAGE_SIZE))
+async def listing(type_names: TypeNames, name: str, state: State, page: int) -> Listing:
+    """One page of ``name``'s tasks in ``state``.
+
+    Raises:
+        NotShown: neither the App nor the store knows ``name``.
+    """
+    client = await type_names.client(name)
+    by_state = await client.counts(name)
+    pages = max(1, -(-by_state[state] // PAGE_SIZE))
     page = min(max(page, 1), pages)
-    tasks = await app.list(name, state, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-    return Listing(name, state, counts, tasks, page, pages)
+    tasks = await client.list(name, state, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+    return Listing(name, state, by_state, tasks, page, pages)
 
 
-async def task(app: App, name: str, task_id: str) -> TaskInfo | None:
-    await known(app, name)
-    return await app.get(name, task_id)
+async def task(type_names: TypeNames, name: str, task_id: str) -> TaskInfo | None:
+    """The task, or None (also for a type neither the App nor the store knows)."""
+    if not await type_names.shows(name):
+        return None
+    return await (await type_names.view.client(name)).get(name, task_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,9 +208,10 @@ async def dead_letters(app: App, type_names: TypeNames) -> list[DeadType]:
     """Every type with dead tasks: how many, and the first few."""
     found = []
     for name in await type_names(await app.workers(), {}):
-        count = (await app.counts(name))["dead"]
+        client = await type_names.view.client(name)
+        count = (await client.counts(name))["dead"]
         if count:
-            found.append(DeadType(name, count, await app.list(name, "dead", limit=10)))
+            found.append(DeadType(name, count, await client.list(name, "dead", limit=10)))
     return found
 
 
@@ -178,15 +243,14 @@ class PollerRow:
     last_call_minute: datetime | None
 
 
-async def pollers(app: App) -> list[PollerRow]:
+async def pollers(app: App, type_names: TypeNames) -> list[PollerRow]:
     """The App's pollers (registered in code: a dashboard started with ``--url`` has none)."""
     history = await app.history(60)
-    store = await app.open()
     rows = []
     for name, poller in sorted(app.pollers.by_name.items()):
         tick = await app.get(tick_type(name), name)
         handler = poller.handler_type.name if poller.handler_type is not None else name
-        await known(app, handler)
+        store = await (await type_names.view.client(handler)).open()
         active = await store.active_ids(handler, poller.settings.concurrency)
         calls = history.get(tick_type(name))
         last = None

@@ -1,7 +1,8 @@
 """Who may do what on the dashboard: one middleware that checks every request.
 
-- **Host.** Served on loopback, only requests naming a loopback host are answered, so that
-  a web page cannot reach the dashboard through a DNS name rebound to 127.0.0.1.
+- **Host.** Served on loopback, only requests naming a loopback host, or one of the
+  allowed hosts (a service's own names), are answered, so that a web page cannot reach the
+  dashboard through a DNS name rebound to its address.
 - **Token.** Changes (every POST) need the dashboard's token: from the cookie that
   ``/login?token=...`` sets (HttpOnly, SameSite=Strict), or an ``Authorization: Bearer``
   header for scripts. Served beyond loopback, reading needs it too.
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -23,10 +26,15 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from duetime.errors import ValidationError
+
 COOKIE = "duetime_token"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 #: The requests that change nothing.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: A host name as allowed_hosts takes it (lower-cased): labels of letters, digits, "-" and
+#: "_" (which some internal names use), between dots.
+HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,13 +45,85 @@ class Access:
         token: what a change must carry; None: no change is allowed.
         read_only: refuse every change.
         reads_need_token: reading needs the token too (served beyond loopback).
-        loopback_only: answer only requests that name a loopback host.
+        loopback_only: answer only requests that name a loopback host (or an allowed one).
+        allowed_hosts: host names answered besides loopback ones, whatever
+            ``loopback_only`` says: a name (``ops.example.com``), an IP address, or
+            ``*.example.com`` for every name under ``example.com`` (not ``example.com``
+            itself). Matched without the port, ignoring case. When not empty, a request
+            naming any other host is refused.
     """
 
     token: str | None
     read_only: bool = False
     reads_need_token: bool = False
     loopback_only: bool = True
+    allowed_hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allowed_hosts", host_patterns(self.allowed_hosts))
+
+    def answers(self, host: str) -> bool:
+        """Whether a request whose Host header names ``host`` is answered."""
+        if not self.loopback_only and not self.allowed_hosts:
+            return True
+        name = host_of(host)
+        return is_loopback(name) or any(_matches(name, p) for p in self.allowed_hosts)
+
+
+def host_patterns(names: Iterable[str]) -> tuple[str, ...]:
+    """``names`` as :attr:`Access.allowed_hosts` keeps them: lower-cased, without a final dot
+    or the brackets of an IPv6 address.
+
+    Raises:
+        ValidationError: a name that is not a host name, an IP address or ``*.`` and a
+            host name (``*`` alone would answer every host: list the names instead).
+    """
+    if isinstance(names, str):
+        raise ValidationError("allowed_hosts", "must be a list of host names, not a string")
+    patterns = []
+    for raw in names:
+        name = raw.strip().lower().rstrip(".") if isinstance(raw, str) else ""
+        if name.startswith("[") and name.endswith("]"):  # an IPv6 address as a URL writes it
+            name = name[1:-1]
+            valid = _is_address(name)
+        else:
+            bare = name.removeprefix("*.")
+            valid = bool(HOST_NAME.fullmatch(bare)) or (bare == name and _is_address(name))
+        if not valid:
+            raise ValidationError(
+                "allowed_hosts",
+                f"{raw!r} is not a host name, an IP address or *.name (give names "
+                "without a port or scheme; '*' alone is refused: it would undo the "
+                "protection against DNS rebinding)",
+            )
+        patterns.append(name)
+    return tuple(patterns)
+
+
+def host_of(header: str) -> str:
+    """The host a Host header names: without its port, lower-cased, without a final dot;
+    an IPv6 address without its brackets (``[::1]:8787`` is ``::1``)."""
+    host = header.strip().lower()
+    if host.startswith("["):  # an IPv6 address, perhaps with a port
+        end = host.find("]")
+        return host[1:end] if end > 0 else host
+    if host.count(":") == 1:
+        host = host.partition(":")[0]
+    return host.rstrip(".")
+
+
+def _matches(host: str, pattern: str) -> bool:
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:]) and len(host) > len(pattern) - 1
+    return host == pattern
+
+
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def is_loopback(host: str) -> bool:
@@ -78,9 +158,11 @@ class Guard:
 
     def check(self, request: Request) -> Response | None:
         access = self.access
-        host = (request.headers.get("host") or "").rsplit(":", 1)[0]
-        if access.loopback_only and not is_loopback(host):
-            return PlainTextResponse(f"refused: host {host!r} is not this machine", 421)
+        host = request.headers.get("host") or ""
+        if not access.answers(host):
+            return PlainTextResponse(
+                f"refused: host {host_of(host)!r} is not this machine or an allowed host", 421
+            )
         if request.method in SAFE_METHODS:
             path = local_path(request)
             open_path = path == "/login" or path.startswith("/static/")
@@ -115,7 +197,9 @@ class Guard:
         if expected is None or not _equal(given, expected):
             return PlainTextResponse("refused: wrong token", 401)
         response = RedirectResponse(request.scope.get("root_path", "") + "/", 303)
-        response.set_cookie(COOKIE, given, httponly=True, samesite="strict", path="/")
+        # The cookie goes only to the dashboard: mounted under a prefix, not to the service.
+        path = request.scope.get("root_path") or "/"
+        response.set_cookie(COOKIE, given, httponly=True, samesite="strict", path=path)
         return response
 
 

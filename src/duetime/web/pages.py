@@ -14,7 +14,7 @@ from starlette.routing import Route
 from starlette.templating import Jinja2Templates
 
 from duetime.app import App
-from duetime.errors import DuetimeError
+from duetime.errors import DuetimeError, NotFound
 from duetime.stores.base import STATES, State
 from duetime.web import data
 from duetime.web.guard import local_path
@@ -27,28 +27,30 @@ async def overview(app: App, request: Request) -> tuple[str, dict[str, Any]]:
 
 
 async def task_type(app: App, request: Request) -> tuple[str, dict[str, Any]] | Response:
-    name = request.path_params["name"]
+    name, types = request.path_params["name"], request.app.state.types
     wanted = request.query_params.get("id")
     if wanted:  # the search box: the task itself, or this page saying it was not found
-        if await data.task(app, name, wanted) is not None:
+        if await data.task(types, name, wanted) is not None:
             root = request.scope.get("root_path", "")
             return RedirectResponse(root + task_url(name, wanted), 303)
     state = request.query_params.get("state", "due")
     if state not in STATES:
         state = "due"
     page = _int(request.query_params.get("page"), 1)
-    listing = await data.listing(app, name, state, page)  # type: ignore[arg-type]
+    listing = await data.listing(types, name, state, page)  # type: ignore[arg-type]
     return "type.html", {"listing": listing, "not_found": wanted}
 
 
 async def task(app: App, request: Request) -> tuple[str, dict[str, Any]]:
     name, task_id = request.query_params.get("type", ""), request.query_params.get("id", "")
-    info = await data.task(app, name, task_id) if name and task_id else None
+    types = request.app.state.types
+    info = await data.task(types, name, task_id) if name and task_id else None
     return "task.html", {"task_type": name, "task_id": task_id, "info": info}
 
 
 async def dead(app: App, request: Request) -> tuple[str, dict[str, Any]]:
-    return "dead.html", {"dead": await data.dead_letters(app, request.app.state.types)}
+    types = request.app.state.types
+    return "dead.html", {"dead": await data.dead_letters(app, types), "invalid": types.invalid}
 
 
 async def crons(app: App, request: Request) -> tuple[str, dict[str, Any]]:
@@ -56,7 +58,7 @@ async def crons(app: App, request: Request) -> tuple[str, dict[str, Any]]:
 
 
 async def pollers(app: App, request: Request) -> tuple[str, dict[str, Any]]:
-    return "pollers.html", {"pollers": await data.pollers(app)}
+    return "pollers.html", {"pollers": await data.pollers(app, request.app.state.types)}
 
 
 async def expiring(app: App, request: Request) -> tuple[str, dict[str, Any]]:
@@ -89,15 +91,24 @@ def routes(app: App, templates: Jinja2Templates, read_only: bool) -> list[Route]
             try:
                 result = await page(app, request)
             except DuetimeError as exc:
-                context = {"error": str(exc), "page": name, "read_only": read_only}
-                return templates.TemplateResponse(request, "error.html", context, 503)
+                # NotFound: a type neither the App nor its store knows; else the store failed.
+                missing = isinstance(exc, NotFound)
+                context = {
+                    "error": str(exc),
+                    "heading": "Not found" if missing else None,
+                    "page": name,
+                    "read_only": read_only,
+                    "root": request.scope.get("root_path", ""),
+                }
+                status = 404 if missing else 503
+                return templates.TemplateResponse(request, "error.html", context, status)
             if isinstance(result, Response):
                 return result
             template, context = result
             context.update(
                 page=name,
                 read_only=read_only,
-                done=request.query_params.get("done"),
+                done=request.app.state.flash.message(request.query_params),
                 root=request.scope.get("root_path", ""),
                 here=local_path(request) + (f"?{request.url.query}" if request.url.query else ""),
             )
