@@ -7,11 +7,11 @@
     make ab A=d27d428 B=HEAD
 
 Each revision (a commit, a branch, a tag, or WORKTREE for the working tree as it is) is
-installed as a package into a venv of its own, cached under --cache by what goes into the
-package (src/, pyproject.toml, README.md), so a second run reuses the builds. The measuring
-code is this checkout's, for both: this script times, and bench/ab_agent.py, run by each
-build's own interpreter, produces and works. Each revision runs at its own defaults, but
-for the worker's concurrency (1,000) and timeout (none), set as bench/bench.py sets them.
+installed as a package into a venv of its own, cached under --cache by the package's code
+(src/ and pyproject.toml), so a second run reuses the builds. The measuring code is this
+checkout's, for both: this script times, and bench/ab_agent.py, run by each build's own
+interpreter, produces and works. Each revision runs at its own defaults, but for the
+worker's concurrency (1,000) and timeout (none), set as bench/bench.py sets them.
 
 Each round runs every workload on every store for both revisions back to back, A then B in
 odd rounds and B then A in even ones, so that what the machine does meanwhile falls on

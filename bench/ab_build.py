@@ -1,12 +1,14 @@
 """bench/ab.py's builds: a revision of this repository installed into a venv of its own.
 
-A build is keyed by what goes into the package (``src/``, ``pyproject.toml`` and
-``README.md`` as git hashes them) and the Python that runs it, not by the name given for
-it: ``HEAD`` and a working tree whose changes lie elsewhere (tests, docs, bench) share one
-build, and a rerun finds the builds of the last one. Each build is a venv under the cache
-directory with those files installed into it as a package (not editable: pip compiles its
-bytecode at install, as a user's install has it); ``built.json`` in it, written last, marks
-it complete. Builds not used for ``PRUNE_AFTER_DAYS`` are removed (about 60 MB each).
+A build is keyed by the package's code (``src/`` and ``pyproject.toml`` as git hashes
+them) and the Python that runs it, not by the name given for it: ``HEAD`` and a working
+tree whose changes lie elsewhere (tests, docs, bench) share one build, and a rerun finds
+the builds of the last one. (``README.md`` is installed too, as the package's description,
+but leaves the key alone: a change to it changes no figure.) Each build is a venv under
+the cache directory with those files installed into it as a package (not editable: pip
+compiles its bytecode at install, as a user's install has it); ``built.json`` in it,
+written last, marks it complete. Builds not used for ``PRUNE_AFTER_DAYS`` are removed
+(about 60 MB each).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ WORKTREE = "WORKTREE"
 #: one of these would be measured as a difference between the revisions.
 REPORTED = ("redis", "hiredis", "uvloop")
 
-#: What a build installs, and so what its key covers.
+#: What a build installs; the key covers the first two.
 PACKAGE_PATHS = ("src", "pyproject.toml", "README.md")
+KEYED_PATHS = PACKAGE_PATHS[:2]
 
 PRUNE_AFTER_DAYS = 14
 
@@ -90,8 +93,8 @@ def worktree_tree(root: Path) -> str:
 
 
 def package_key(root: Path, tree: str) -> str:
-    """The hash of the package's entries in ``tree`` (their modes, hashes and paths)."""
-    listing = git(root, "ls-tree", tree, "--", *PACKAGE_PATHS)
+    """The hash of the package code's entries in ``tree`` (their modes, hashes and paths)."""
+    listing = git(root, "ls-tree", tree, "--", *KEYED_PATHS)
     return hashlib.sha256(listing.encode()).hexdigest()[:40]
 
 
@@ -99,7 +102,16 @@ def resolve(root: Path, name: str) -> tuple[str, str]:
     """The commit and the tree ``name`` stands for."""
     if name == WORKTREE:
         return git(root, "rev-parse", "HEAD"), worktree_tree(root)
-    commit = git(root, "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}")
+    proc = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{name!r} names no commit of this repository (nor is it {WORKTREE})")
+    commit = proc.stdout.strip()
     return commit, git(root, "rev-parse", f"{commit}^{{tree}}")
 
 

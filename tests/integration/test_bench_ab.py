@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -12,9 +13,19 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
 
-from ab_table import METRICS, table  # noqa: E402
+
+def bench_module(name: str) -> Any:
+    """A module of bench/ (a directory of scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ab_table = bench_module("ab_table")
+METRICS, table = ab_table.METRICS, ab_table.table
 
 NUMBER = r"[0-9][0-9,]*(\.[0-9]+)?"
 
