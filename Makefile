@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: package install check test test-pythons bench demo clean
+.PHONY: package install check test test-pythons bench ab demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,17 @@ bench: install
 	$(BIN)/python bench/bench.py
 	$(BIN)/python bench/expiry.py
 	$(BIN)/python bench/pollers.py
+
+# Two revisions, each from its own build, alternating on one Redis and one SQLite directory
+# (bench/ab.py; docs/performance.md says how to read it). By default the working tree's
+# uncommitted change against HEAD:
+#   make ab A=d27d428 B=HEAD AB_ARGS="--stores redis --rounds 5"
+A ?= HEAD
+B ?= WORKTREE
+AB_ARGS ?=
+ab: package
+	@scripts/ensure-redis
+	$(BIN)/python bench/ab.py $(A) $(B) $(AB_ARGS)
 
 demo: package
 	$(BIN)/python examples/series_premiere.py

@@ -1,0 +1,95 @@
+"""bench/ab.py's report: the figures of two revisions side by side, with B/A and its spread."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+
+class Metric(NamedTuple):
+    key: str
+    label: str
+    higher_is_better: bool
+
+
+METRICS = (
+    Metric("w1_per_s", "W1 one call /s", True),
+    Metric("w2_start_to_last_per_s", "W2 start→last /s", True),
+    Metric("w2_first_to_last_per_s", "W2 first→last /s", True),
+    Metric("w2_cpu_us_per_task", "W2 worker CPU µs/task", False),
+    Metric("w3_p50_ms", "W3 p50 ms", False),
+    Metric("w3_p99_ms", "W3 p99 ms", False),
+)
+
+
+def number(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def spread(values: Sequence[float]) -> str:
+    """The median, and the min–max when there is more than one value."""
+    med = number(statistics.median(values))
+    if len(values) == 1:
+        return med
+    return f"{med} ({number(min(values))}–{number(max(values))})"
+
+
+def series(results: Sequence[dict[str, Any]], store: str, rev: str, key: str) -> list[float]:
+    """One figure of one revision on one store, by round."""
+    rows = sorted(
+        (r for r in results if r["store"] == store and r["rev"] == rev and key in r),
+        key=lambda r: r["round"],
+    )
+    return [float(r[key]) for r in rows]
+
+
+def reading(a: Sequence[float], b: Sequence[float], higher_is_better: bool) -> str:
+    """What the rounds say: B better or worse when B's figures all lie beyond A's (their
+    ranges do not overlap), else noise. Two revisions that are the same part that way by
+    chance 2 times in C(2n, n): 1 in 10 with 3 rounds, 1 in 126 with 5."""
+    if len(a) < 2 or len(b) < 2:
+        return "(one round)"
+    if min(b) > max(a) or max(b) < min(a):
+        return "B better" if (min(b) > max(a)) == higher_is_better else "B worse"
+    return "within noise"
+
+
+def row(results: Sequence[dict[str, Any]], store: str, metric: Metric) -> list[str] | None:
+    a = series(results, store, "A", metric.key)
+    b = series(results, store, "B", metric.key)
+    if not a or not b:
+        return None
+    # Each round's pair ran back to back, so their ratio cancels most of what the machine
+    # did meanwhile; the spread of those ratios is the noise the median ratio carries.
+    pairs = [y / x for x, y in zip(a, b, strict=True) if x > 0]
+    ratio = statistics.median(b) / statistics.median(a) if statistics.median(a) > 0 else 0.0
+    ratio_text = f"{ratio:.2f}"
+    if len(pairs) > 1:
+        ratio_text += f" ({min(pairs):.2f}–{max(pairs):.2f})"
+    return [
+        metric.label,
+        spread(a),
+        spread(b),
+        ratio_text,
+        reading(a, b, metric.higher_is_better),
+    ]
+
+
+def table(results: Sequence[dict[str, Any]], store: str, labels: tuple[str, str]) -> str:
+    """A Markdown table of every metric on ``store``: A, B, B/A and what it says."""
+    head = [
+        store,
+        f"A: {labels[0]}, median (min–max)",
+        f"B: {labels[1]}, median (min–max)",
+        "B/A of medians (per round)",
+        "reading",
+    ]
+    rows = [r for m in METRICS if (r := row(results, store, m)) is not None]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
