@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from duetime.client import Client, ClientSettings
 from duetime.errors import ConfigError
 from duetime.events import Listener
-from duetime.features.cron.calls import CronCalls
-from duetime.features.cron.feature import CronFeature
+from duetime.features.cron.calls import CronDecorator
 from duetime.features.expiring.calls import ExpiringCalls
 from duetime.features.expiring.feature import ExpiringFeature
 from duetime.features.keyevents.calls import KeyEventCalls
@@ -21,8 +20,6 @@ from duetime.features.pollers.feature import PollerFeature
 from duetime.features.telemetry.calls import WatchCalls
 from duetime.features.telemetry.feature import TelemetryFeature
 from duetime.model import Pacing, TaskOptions, TaskPolicy
-from duetime.registry import Registry
-from duetime.stores.base import Store
 from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.validate import check_name, check_partitions
 
@@ -35,7 +32,7 @@ if TYPE_CHECKING:
 DEFAULT_METRICS_HOST = "127.0.0.1"
 
 
-class App(CronCalls, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, Client):
+class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, Client):
     """The registry of task types, cron schedules, expiring groups, pollers and key expiry
     handlers, and the entry point for producers and workers.
 
@@ -61,16 +58,11 @@ class App(CronCalls, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, Clie
 
     def __init__(self, url: str | None = None, **settings: Unpack[ClientSettings]) -> None:
         super().__init__(url, **settings)
-        #: What the app declares: task types, features, app-wide listeners.
-        self.registry = registry = Registry(self.types)
-        registry.add(CronFeature(self))
+        registry = self.registry  # the client's, with its cron schedules
         registry.add(ExpiringFeature())
         registry.add(PollerFeature())
         registry.add(KeyEventFeature())
         registry.add(TelemetryFeature())
-
-    def _check(self, store: Store) -> None:
-        self.registry.check_store(store, self.where())
 
     # -- task types -------------------------------------------------------------------------
 

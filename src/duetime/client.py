@@ -18,11 +18,14 @@ from duetime.errors import (
     UnknownTaskType,
     ValidationError,
 )
+from duetime.features.cron.calls import CronCalls
+from duetime.features.cron.feature import CronFeature
 from duetime.listing import task_info
 from duetime.model import Task, TaskInfo
 from duetime.newtask import new_task
 from duetime.partitions.store import open_partitioned
 from duetime.record import Record
+from duetime.registry import Registry
 from duetime.stores import open_store, redact, resolve_url
 from duetime.stores.base import DURABILITIES, STATES, Durability, NewTask, State, Store
 from duetime.tasktype import TaskType, TaskTypes
@@ -43,9 +46,10 @@ class ClientSettings(TypedDict, total=False):
     store: Store | None
 
 
-class Client:
-    """A store and the calls on its tasks; :class:`~duetime.App` adds handlers, cron
-    schedules, expiring groups, pollers and workers. The arguments are
+class Client(CronCalls):
+    """A store, its clock, what it may schedule (its registry: declared task types and cron
+    schedules) and the calls on its tasks and cron schedules; :class:`~duetime.App` adds
+    handlers, the features that run them and workers. The arguments are
     :class:`~duetime.App`'s.
     """
 
@@ -71,6 +75,10 @@ class Client:
         #: The task types this client may schedule (an App registers them; a bare client
         #: declares them).
         self.types = TaskTypes(self.schedule)
+        #: What the client knows: its task types and features (a bare client has cron
+        #: schedules only; an App adds the rest).
+        self.registry = Registry(self.types)
+        self.registry.add(CronFeature(self))
         self._given_url = url
         self._given_store = store
         self._given_clock = clock
@@ -148,8 +156,8 @@ class Client:
         return self._store
 
     def _check(self, store: Store) -> None:
-        """What must hold of the store before it opens (an App checks its features'
-        capabilities here)."""
+        """Refuse a store that lacks what the registered features need."""
+        self.registry.check_store(store, self.where())
 
     async def close(self) -> None:
         """Close the store. The app can be opened again afterwards."""

@@ -83,9 +83,9 @@ class Registry:
             feature.check(store, where)
 
 
-class AppSide(Protocol):
-    """What the calls a feature adds to the App (its mixin) use of the App: the registry,
-    the task decorator, the store and its time."""
+class ClientSide(Protocol):
+    """What the calls a feature adds to a client (its mixin) use of it: the registry, the
+    store and its time."""
 
     @property
     def registry(self) -> Registry: ...
@@ -106,6 +106,11 @@ class AppSide(Protocol):
 
     def where(self) -> str: ...
 
-    def task(self, name: str, **options: Unpack[TaskOptions]) -> Callable[[Handler], TaskType]: ...
-
     def task_type(self, name: object) -> TaskType: ...
+
+
+class AppSide(ClientSide, Protocol):
+    """What the decorators a feature adds to the App use of it: the client's side, and the
+    task decorator."""
+
+    def task(self, name: str, **options: Unpack[TaskOptions]) -> Callable[[Handler], TaskType]: ...

@@ -1,5 +1,5 @@
-"""The App's calls on cron schedules: the ``@app.cron`` decorator, and adding, pausing,
-resuming, removing and listing schedules."""
+"""The calls on cron schedules: adding, pausing, resuming, removing and listing them (a
+client's), and the ``@app.cron`` decorator (an App's)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from duetime.features.cron.feature import CronFeature
 from duetime.features.cron.manage import CRON_OPTIONS, CronInfo, CronOptions
 from duetime.features.cron.named import NamedTriggers
 from duetime.model import TaskOptions
-from duetime.registry import AppSide
+from duetime.registry import AppSide, ClientSide
 from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.validate import check_name
 
@@ -22,12 +22,61 @@ class CronTaskOptions(CronOptions, TaskOptions, total=False):
 
 
 class CronCalls:
-    """The cron schedules of an :class:`~duetime.App` (a part of it)."""
+    """The calls on the cron schedules of a client or app (a part of it)."""
 
     @property
-    def named_triggers(self: AppSide) -> NamedTriggers:
+    def named_triggers(self: ClientSide) -> NamedTriggers:
         """The app's cron schedules by name: declared in code, and in the store."""
         return self.registry.get(CronFeature).named
+
+    async def add_cron(
+        self: ClientSide, name: str, expression: str, *, task: str, **options: Unpack[CronOptions]
+    ) -> bool:
+        """Add (or update) the cron schedule ``name``, which runs task type ``task``.
+
+        Args:
+            expression: 5 fields (minute hour day-of-month month day-of-week), 6 with
+                seconds first, or an alias (@yearly, @monthly, @weekly, @daily, @hourly).
+            options: the schedule's (:class:`~duetime.features.cron.manage.CronOptions`):
+                ``tz``, ``payload``, ``missed``, ``overlap``, ``jitter``, ``catchup``.
+
+        Returns:
+            False when the store already held the same schedule (nothing was written).
+
+        Raises:
+            ValidationError: a bad field, or ``name`` taken by a schedule of another type.
+        """
+        self.task_type(task)
+        declared = manage.define(
+            name, task, expression, max_payload_bytes=self.max_payload_bytes, **options
+        )
+        return await self.registry.get(CronFeature).named.upsert(declared)
+
+    async def pause_cron(self: ClientSide, name: str) -> None:
+        """Stop firing the schedule ``name`` until :meth:`resume_cron`; a run in progress ends."""
+        await manage.set_paused(self.registry.get(CronFeature).named, name, True)
+
+    async def resume_cron(self: ClientSide, name: str) -> None:
+        """Fire a paused schedule again, from its next tick."""
+        await manage.set_paused(self.registry.get(CronFeature).named, name, False)
+
+    async def remove_cron(self: ClientSide, name: str) -> bool:
+        """Remove the schedule ``name`` from the store. One declared in code comes back when
+        a worker starts; remove it from the code too."""
+        return await self.registry.get(CronFeature).named.remove(name)
+
+    async def next_runs(self: ClientSide, name: str, count: int = 5) -> list[datetime]:
+        """The next ``count`` ticks of the schedule ``name``, in its time zone."""
+        named = self.registry.get(CronFeature).named
+        return await manage.next_runs(named, name, count, await self.now_ms())
+
+    async def crons(self: ClientSide) -> list[CronInfo]:
+        """Every cron schedule: those in the store, and those declared in code."""
+        return await manage.infos(self.registry.get(CronFeature).named)
+
+
+class CronDecorator:
+    """``@app.cron``: a handler run on a cron schedule (a part of the App)."""
 
     def cron(
         self: AppSide, expression: str, *, name: str, **options: Unpack[CronTaskOptions]
@@ -63,48 +112,3 @@ class CronCalls:
             return task_type
 
         return register
-
-    async def add_cron(
-        self: AppSide, name: str, expression: str, *, task: str, **options: Unpack[CronOptions]
-    ) -> bool:
-        """Add (or update) the cron schedule ``name``, which runs task type ``task``.
-
-        Args:
-            expression: 5 fields (minute hour day-of-month month day-of-week), 6 with
-                seconds first, or an alias (@yearly, @monthly, @weekly, @daily, @hourly).
-            options: the schedule's (:class:`~duetime.features.cron.manage.CronOptions`):
-                ``tz``, ``payload``, ``missed``, ``overlap``, ``jitter``, ``catchup``.
-
-        Returns:
-            False when the store already held the same schedule (nothing was written).
-
-        Raises:
-            ValidationError: a bad field, or ``name`` taken by a schedule of another type.
-        """
-        self.task_type(task)
-        declared = manage.define(
-            name, task, expression, max_payload_bytes=self.max_payload_bytes, **options
-        )
-        return await self.registry.get(CronFeature).named.upsert(declared)
-
-    async def pause_cron(self: AppSide, name: str) -> None:
-        """Stop firing the schedule ``name`` until :meth:`resume_cron`; a run in progress ends."""
-        await manage.set_paused(self.registry.get(CronFeature).named, name, True)
-
-    async def resume_cron(self: AppSide, name: str) -> None:
-        """Fire a paused schedule again, from its next tick."""
-        await manage.set_paused(self.registry.get(CronFeature).named, name, False)
-
-    async def remove_cron(self: AppSide, name: str) -> bool:
-        """Remove the schedule ``name`` from the store. One declared in code comes back when
-        a worker starts; remove it from the code too."""
-        return await self.registry.get(CronFeature).named.remove(name)
-
-    async def next_runs(self: AppSide, name: str, count: int = 5) -> list[datetime]:
-        """The next ``count`` ticks of the schedule ``name``, in its time zone."""
-        named = self.registry.get(CronFeature).named
-        return await manage.next_runs(named, name, count, await self.now_ms())
-
-    async def crons(self: AppSide) -> list[CronInfo]:
-        """Every cron schedule: those in the store, and those declared in code."""
-        return await manage.infos(self.registry.get(CronFeature).named)
