@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duetime
@@ -134,3 +134,31 @@ async def test_a_series_retry_sees_the_payload_the_last_reschedule_left(
         await app.cancel("growing", "g")
 
     assert seen[:4] == [{"round": 1}, {"round": 2}, {"round": 2}, {"round": 3}]
+
+
+async def test_a_series_due_years_ago_runs_once_now_and_next_when_its_phase_says(
+    app: duetime.App,
+) -> None:
+    """Missed occurrences fold into one run: the latest, not the first and then the latest."""
+    dues: list[datetime] = []
+
+    @app.task("sync")
+    async def sync(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        dues.append(ctx.due)
+
+    every = timedelta(seconds=60)
+    # Early on 2020-01-01, in a phase whose next occurrence is half a period from now, so
+    # that none comes due while the test runs.
+    half_ahead = from_ms(await app.now_ms()) + every / 2
+    start = datetime(2020, 1, 1, tzinfo=UTC)
+    start += (half_ahead - start) % every
+    await app.schedule("sync", "s", at=start, every=every)
+    async with running(app):
+        await eventually(lambda: len(dues) == 1)
+        await asyncio.sleep(0.5)  # and not again
+        now = from_ms(await app.now_ms())
+        info = await app.get("sync", "s")
+
+    assert len(dues) == 1
+    assert now - every < dues[0] <= now and (dues[0] - start) % every == timedelta(0)
+    assert info is not None and info.state == "due" and info.due == dues[0] + every > now
