@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from duetime.clock import from_ms
+from duetime.clock import MAX_MS, from_ms
 from duetime.errors import PayloadError, SchemaError, ValidationError
 from duetime.record import Record
 from duetime.stores.base import NewTask, Store, StoredTask
@@ -74,8 +74,8 @@ class ExpiringGroup:
         value still goes to the handler. Returns when the entry expires.
 
         Raises:
-            ValidationError: a bad ``key``, ``value`` or ``ttl`` (the error names it);
-                nothing is written.
+            ValidationError: a bad ``key``, ``value`` or ``ttl`` (one that puts the expiry
+                past the year 9999); the error names it, and nothing is written.
         """
         return (await self.put_many([(key, value)], ttl=ttl, keep_ttl=keep_ttl))[0]
 
@@ -95,6 +95,9 @@ class ExpiringGroup:
             raise ValidationError("key", "the same key twice in one call")
         store = await self._open()
         now = await self._now_ms()
+        # Checked for keep_ttl too: an entry that is not live gets the TTL.
+        if now + ttl_ms > MAX_MS:
+            raise ValidationError("ttl", "puts the expiry past the year 9999")
         entries = [NewTask(key, now + ttl_ms, record) for key, record in records]
         dues = await store.put_entry(self.name, entries, keep_ttl=keep_ttl, now_ms=now)
         return [from_ms(due) for due in dues]
