@@ -18,7 +18,13 @@ from duetime.record import Record
 from duetime.stores.base import NewTask, Store, StoredTask
 from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.triggers.expiring.trigger import EXPIRING
-from duetime.validate import check_id, duration_ms, encode_payload
+from duetime.validate import (
+    RESERVED_END,
+    check_id,
+    duration_ms,
+    encode_payload,
+    is_occurrence_id,
+)
 
 
 class ExpiringGroup:
@@ -74,8 +80,10 @@ class ExpiringGroup:
         value still goes to the handler. Returns when the entry expires.
 
         Raises:
-            ValidationError: a bad ``key``, ``value`` or ``ttl`` (one that puts the expiry
-                past the year 9999); the error names it, and nothing is written.
+            ValidationError: a bad ``key`` (a key must not end in ``@`` and digits: that
+                end is reserved for the expiries handed off), ``value`` or ``ttl`` (one that
+                puts the expiry past the year 9999); the error names it, and nothing is
+                written.
         """
         return (await self.put_many([(key, value)], ttl=ttl, keep_ttl=keep_ttl))[0]
 
@@ -127,14 +135,23 @@ class ExpiringGroup:
     async def delete(self, key: str) -> bool:
         """Remove the entry under ``key``, without running the handler; whether there was a
         live one (an expired entry is still handled)."""
-        check_id(key, "key", stored=True)
+        _check_lookup(key)
         store = await self._open()
         return await store.remove_entry(self.name, key, await self._now_ms())
 
     async def _live(self, key: str) -> StoredTask | None:
-        check_id(key, "key", stored=True)
+        _check_lookup(key)
         store = await self._open()
         stored = await store.get(self.name, key)
         if stored is None or stored.state != "due" or stored.due_ms <= await self._now_ms():
             return None
         return stored
+
+
+def _check_lookup(key: str) -> None:
+    """Check the key of a lookup: any id the store may hold, but for an expiry's own id
+    (``"<key>@<expiry ms>"``), which is a task of the group (``app.get``, ``app.cancel``),
+    never an entry."""
+    check_id(key, "key", stored=True)
+    if is_occurrence_id(key):
+        raise ValidationError("key", RESERVED_END)
