@@ -132,7 +132,7 @@ class NamedTriggers:
         Raises:
             ScheduleNotFound: it is neither in the store nor declared.
         """
-        check_id(name, "name")
+        check_id(name, "name", stored=True)  # a lookup: any name the store may hold
         store = await self._open()
         task_type = (await store.schedule_names()).get(name)
         if task_type is None:
