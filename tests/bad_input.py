@@ -17,6 +17,8 @@ BAD_SCHEDULES: list[tuple[str, dict[str, Any], str]] = [
     ("oversized id", {"task_id": "x" * 201}, "task_id"),
     ("id with a newline", {"task_id": "a\nb"}, "task_id"),
     ("id not a string", {"task_id": 12}, "task_id"),
+    ("id ending like an occurrence id", {"task_id": "daily@123"}, "task_id"),
+    ("id ending like an occurrence id before 1970", {"task_id": "daily@-123"}, "task_id"),
     ("naive at", {"at": datetime(2031, 5, 4, 9, 30)}, "at"),
     ("at is a string", {"at": "2031-05-04"}, "at"),
     ("at and delay", {"at": AT, "delay": timedelta(seconds=1)}, "at"),

@@ -10,7 +10,7 @@ from typing import Any
 
 import duetime
 from duetime.record import Record
-from duetime.stores.base import Outcome
+from duetime.stores.base import NewTask, Outcome, Store
 from duetime.triggers.periodic import Periodic
 
 
@@ -102,3 +102,34 @@ async def make_dead(app: duetime.App, task_type: str, n: int, *, prefix: str = "
         ]
         assert all(await store.settle(task_type, outcomes, await app.now_ms()))
         killed += len(batch.claims)
+
+
+async def file_occurrence(app: duetime.App, task_type: str, task_id: str) -> str:
+    """The periodic task ``task_id``, its occurrence failed for good as a worker files it:
+    ``"<id>@<due ms>"`` in the dead letters, the series due again. Returns the dead id."""
+    store: Store = await app.open()
+    now = await app.now_ms()
+    await store.schedule(task_type, [NewTask(task_id, now, record_text(every_ms=3_600_000))])
+    (claim,) = (
+        await store.claim(
+            task_type, now_ms=now, limit=1, lease_ms=60_000, max_stalls=0, at_most_once=False
+        )
+    ).claims
+    dead_id = f"{task_id}@{claim.due_ms}"
+    filed = record_text(occurrence_ms=claim.due_ms, failures=1)
+    series = record_text(every_ms=3_600_000)
+    outcome = Outcome("next", claim, now + 3_600_000, series, "boom", dead_id, filed)
+    assert await store.settle(task_type, [outcome], now) == [True]
+    return dead_id
+
+
+async def file_bad_id(app: duetime.App, task_type: str, task_id: str) -> None:
+    """A dead task whose id no call takes, as another program may write one."""
+    store: Store = await app.open()
+    now = await app.now_ms()
+    await store.schedule(task_type, [NewTask(task_id, now, record_text())])
+    batch = await store.claim(
+        task_type, now_ms=now, limit=1, lease_ms=60_000, max_stalls=0, at_most_once=False
+    )
+    dead = [Outcome("dead", c, record=c.record, error="refused") for c in batch.claims]
+    assert await store.settle(task_type, dead, now) == [True]

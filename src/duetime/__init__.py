@@ -8,6 +8,7 @@ from duetime.clock import Clock, ManualClock, StoreClock, SystemClock
 from duetime.context import Context
 from duetime.errors import (
     Abort,
+    BulkIncomplete,
     ClientClosed,
     ConfigError,
     DuetimeError,
@@ -46,6 +47,7 @@ __all__ = [
     "Abort",
     "App",
     "Backoff",
+    "BulkIncomplete",
     "Client",
     "ClientClosed",
     "Clock",

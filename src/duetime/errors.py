@@ -18,6 +18,7 @@ Every error duetime raises derives from :class:`DuetimeError`::
         TaskNotFound                no task with that type and id
         ScheduleNotFound            no cron schedule with that name
       ClientClosed                the blocking client was closed before or during the call
+      BulkIncomplete              a bulk retry or cancel did the others, but not these tasks
 
 Control signals live apart, because they are not failures of duetime: a handler raises
 :class:`Retry` to ask for another attempt at a given time, or :class:`Abort` to send its task
@@ -176,6 +177,31 @@ class ScheduleNotFound(NotFound):
 class ClientClosed(DuetimeError):
     """The blocking client (:class:`~duetime.SyncClient`) is closed: the call was not made,
     or it was cut short by the close and its outcome is unknown."""
+
+
+class BulkIncomplete(DuetimeError):
+    """A bulk retry or cancel (:mod:`duetime.admin.bulk`) acted on every task it could, and not on
+    those named here (an id a call refuses, such as one written by another program).
+
+    Attributes:
+        done: how many tasks it acted on.
+        failed: why each task it could not act on was refused, by id.
+    """
+
+    #: Ids named in the message at most (all are in ``failed``).
+    SHOWN = 3
+
+    def __init__(self, verb: str, task_type: str, done: int, failed: dict[str, str]) -> None:
+        self.done = done
+        self.failed = failed
+        shown = "; ".join(
+            f"{task_id.encode('utf-8', 'backslashreplace').decode()!r}: {why}"
+            for task_id, why in list(failed.items())[: self.SHOWN]
+        )
+        more = f"; and {len(failed) - self.SHOWN} more" if len(failed) > self.SHOWN else ""
+        super().__init__(
+            f"{verb} {done} tasks of {task_type}; {len(failed)} could not be: {shown}{more}"
+        )
 
 
 class Retry(Exception):

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from duetime.clock import MAX_MS, MS, epoch_ms
+from duetime.clock import MAX_MS, MIN_MS, MS, epoch_ms
 from duetime.errors import PayloadError, ValidationError
 
 #: The most partitions a type may have (a claim's token carries its partition below this).
@@ -25,6 +25,17 @@ MAX_PARTITIONS = 256
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{0,63}")
 #: Task ids are free text up to this many UTF-8 bytes, without control characters.
 MAX_ID_BYTES = 200
+#: The longest end of an occurrence id (``"<id>@<due ms>"``, see :func:`is_occurrence_id`):
+#: ``@`` and the longest epoch ms of the years 1 to 9999, sign included (16 bytes).
+MAX_SUFFIX_BYTES = 1 + max(len(str(MIN_MS)), len(str(MAX_MS)))
+#: The longest id a store may hand out, and every lookup accepts: a user's id with an
+#: occurrence's end (216 bytes).
+MAX_STORED_ID_BYTES = MAX_ID_BYTES + MAX_SUFFIX_BYTES
+#: Why an id may not end like an occurrence id.
+RESERVED_END = (
+    "must not end in '@' and digits: duetime files occurrences under '<id>@<due ms>' "
+    "(dead letters of a series, expiries, cron ticks), so such ids are reserved"
+)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: Default cap on a payload's JSON size (64 KiB); App(max_payload_bytes=...) changes it.
 DEFAULT_MAX_PAYLOAD_BYTES = 64 * 1024
@@ -77,9 +88,11 @@ def check_name(field: str, value: object) -> str:
 def check_id(value: object, field: str = "task_id", *, stored: bool = False) -> str:
     """Return ``value`` if it is a valid task id.
 
-    With ``stored``, for calls that look up or remove a task, an id as a listing shows one
-    found in the store also passes: one whose bytes are not UTF-8 carries them as lone
-    surrogates (see :mod:`duetime.stores.wire`). New tasks must have UTF-8 ids.
+    A new id (a task's, an expiring key, a cron schedule's name) is UTF-8 text of at most
+    :data:`MAX_ID_BYTES` bytes, and must not end like an occurrence id (``@`` and digits).
+    With ``stored``, for calls that look up or act on a task, any id the store may hand out
+    also passes: an occurrence id (up to :data:`MAX_STORED_ID_BYTES`), and one whose bytes
+    are not UTF-8, which carries them as lone surrogates (see :mod:`duetime.stores.wire`).
     """
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, not {type(value).__name__}")
@@ -91,11 +104,25 @@ def check_id(value: object, field: str = "task_id", *, stored: bool = False) -> 
         raise ValidationError(
             field, "holds a lone surrogate: it is not text that UTF-8 can carry"
         ) from None
-    if size > MAX_ID_BYTES:
-        raise ValidationError(field, f"is longer than {MAX_ID_BYTES} bytes")
+    limit = MAX_STORED_ID_BYTES if stored else MAX_ID_BYTES
+    if size > limit:
+        raise ValidationError(field, f"is longer than {limit} bytes")
     if _CONTROL.search(value):
         raise ValidationError(field, "must not contain control characters")
+    if not stored and is_occurrence_id(value):
+        raise ValidationError(field, RESERVED_END)
     return value
+
+
+def is_occurrence_id(value: str) -> bool:
+    """Whether ``value`` ends like an occurrence id, ``"<id>@<due ms>"``: ``@``, an optional
+    ``-`` and ASCII digits. Such ends are reserved, so that no id a user picks is ever one
+    duetime files an occurrence under (a series' dead letter, an expiry handed off, a cron
+    tick run as a task of its own)."""
+    _, at, tail = value.rpartition("@")
+    if tail.startswith("-"):
+        tail = tail[1:]
+    return bool(at) and tail.isascii() and tail.isdigit()
 
 
 def new_task_id() -> str:

@@ -156,6 +156,14 @@ async def test_an_expiry_that_keeps_failing_ends_in_the_dead_letters_with_its_va
         (lambda c: c.put("k", float("nan")), "value"),
         (lambda c: c.put("k", "x" * 70_000), "value"),
         (lambda c: c.put_many([("k", 1), ("k", 2)]), "key"),
+        (lambda c: c.put("k@1700000000000", 1), "key"),
+        (lambda c: c.put_many([("k", 1), ("k@5", 2)]), "key"),
+        (lambda c: c.put("k", 1, ttl=timedelta(days=8000 * 365)), "ttl"),
+        (lambda c: c.put("k", 1, ttl=timedelta(days=8000 * 365), keep_ttl=True), "ttl"),
+        (lambda c: c.put_many({"k": 1, "l": 2}, ttl=timedelta(days=8000 * 365)), "ttl"),
+        (lambda c: c.get("k@5"), "key"),
+        (lambda c: c.expires_at("k@5"), "key"),
+        (lambda c: c.delete("k@5"), "key"),
     ],
 )
 async def test_bad_input_is_refused_by_name_and_nothing_is_written(
@@ -204,3 +212,37 @@ async def test_a_deleted_entry_is_never_handled(app: duetime.App) -> None:
         await asyncio.sleep(0.4)
     assert seen == []
     assert await is_gone(app, "pendingWrites", "k")
+
+
+async def test_a_ttl_past_the_year_9999_is_refused_and_nothing_is_written(
+    app: duetime.App,
+) -> None:
+    eons = app.expiring("eons", ttl=timedelta(days=7990 * 365))
+    with pytest.raises(duetime.ValidationError, match="9999") as caught:
+        await eons.put("k", 1)
+    assert caught.value.field == "ttl"
+    with pytest.raises(duetime.ValidationError) as caught:
+        await eons.put("k", 1, keep_ttl=True)
+    assert caught.value.field == "ttl"
+    assert await app.counts("eons") == {"due": 0, "running": 0, "dead": 0}
+    assert await eons.get("k") is None and await eons.expires_at("k") is None
+    assert await app.list("eons") == []
+
+
+async def test_no_key_can_take_the_id_of_another_keys_expiry(app: duetime.App) -> None:
+    """An entry keyed ``"<key>@<expiry ms>"`` would be the task ``<key>``'s expiry becomes:
+    it cannot be written, and the expired value reaches the handler."""
+    cache = app.expiring("pendingWrites", ttl=TTL)
+    seen = handled_log(cache)
+    due = await cache.put("user:42", {"clicks": 3})
+    expiry_id = f"user:42@{int(due.timestamp() * 1000)}"
+    with pytest.raises(duetime.ValidationError, match="reserved") as caught:
+        await cache.put(expiry_id, {"clicks": 99}, ttl=timedelta(hours=1))
+    assert caught.value.field == "key"
+
+    async with running(app):
+        await eventually(lambda: len(seen) == 1)
+        await asyncio.sleep(0.2)
+    ((key, value, ctx),) = seen
+    assert (key, value, ctx.task_id) == ("user:42", {"clicks": 3}, expiry_id)
+    assert await app.counts("pendingWrites") == {"due": 0, "running": 0, "dead": 0}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duetime
 from duetime.clock import from_ms
-from tests.helpers import eventually, is_gone, running
+from tests.helpers import count_is, eventually, has_state, is_gone, running
 
 FAST = duetime.Backoff(base=timedelta(milliseconds=20), jitter=0)
 
@@ -134,3 +134,56 @@ async def test_a_series_retry_sees_the_payload_the_last_reschedule_left(
         await app.cancel("growing", "g")
 
     assert seen[:4] == [{"round": 1}, {"round": 2}, {"round": 2}, {"round": 3}]
+
+
+async def test_a_series_due_years_ago_runs_once_now_and_next_when_its_phase_says(
+    app: duetime.App,
+) -> None:
+    """Missed occurrences fold into one run: the latest, not the first and then the latest."""
+    dues: list[datetime] = []
+
+    @app.task("sync")
+    async def sync(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        dues.append(ctx.due)
+
+    every = timedelta(seconds=60)
+    # Early on 2020-01-01, in a phase whose next occurrence is half a period from now, so
+    # that none comes due while the test runs.
+    half_ahead = from_ms(await app.now_ms()) + every / 2
+    start = datetime(2020, 1, 1, tzinfo=UTC)
+    start += (half_ahead - start) % every
+    await app.schedule("sync", "s", at=start, every=every)
+    async with running(app):
+        await eventually(lambda: len(dues) == 1)
+        await asyncio.sleep(0.5)  # and not again
+        now = from_ms(await app.now_ms())
+        info = await app.get("sync", "s")
+
+    assert len(dues) == 1
+    assert now - every < dues[0] <= now and (dues[0] - start) % every == timedelta(0)
+    assert info is not None and info.state == "due" and info.due == dues[0] + every > now
+
+
+async def test_the_dead_letter_of_an_id_of_200_bytes_can_be_got_retried_and_cancelled(
+    app: duetime.App,
+) -> None:
+    """The longest id a user may pick gives an occurrence id over 200 bytes: every call on
+    tasks takes it."""
+    task_id = "é" * 100  # 200 bytes of UTF-8
+
+    @app.task("report", retries=0)
+    async def report(payload: dict[str, Any]) -> None:
+        raise RuntimeError("refused")
+
+    await app.schedule("report", task_id, every=timedelta(hours=1))
+    async with running(app):
+        await eventually(lambda: count_is(app, "report", "dead", 1))
+    (dead,) = await app.list("report", "dead")
+    assert dead.task_id.startswith(task_id + "@") and len(dead.task_id.encode()) > 200
+
+    info = await app.get("report", dead.task_id)
+    assert info is not None and info.state == "dead" and info.error == "RuntimeError: refused"
+    await app.retry("report", dead.task_id, at=from_ms(await app.now_ms() + 3_600_000))
+    assert await has_state(app, "report", dead.task_id, "due")
+    assert await app.cancel("report", dead.task_id)
+    assert await app.get("report", dead.task_id) is None

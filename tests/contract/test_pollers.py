@@ -299,7 +299,7 @@ async def test_bad_instructions_and_a_bad_delay_or_limit_are_errors_not_stops(
     async def find(ctx: duetime.PollContext) -> list[str]:
         nonlocal calls
         calls += 1
-        return ["", "x" * 2000, "good"] if calls == 1 else []
+        return ["", "x" * 2000, "job@5", "good"] if calls == 1 else []
 
     @find.handler
     async def work(instruction: str) -> None:
@@ -315,6 +315,8 @@ async def test_bad_instructions_and_a_bad_delay_or_limit_are_errors_not_stops(
         await eventually(lambda: any(e.task_name == "limitless" for e in errors))
     kinds = {(e.task_name, type(e.error).__name__) for e in errors}
     assert ("odd", "ValidationError") in kinds  # the empty and the oversized instruction
+    refused = [e.error for e in errors if e.task_name == "odd" and "instruction" in str(e.error)]
+    assert len(refused) == 3 and "reserved" in str(refused[2])  # "job@5": an occurrence's id
     assert ("odd", "ZeroDivisionError") in kinds  # the delay: the default applies
     assert ("limitless", "ValidationError") in kinds
 

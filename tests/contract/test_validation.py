@@ -94,3 +94,32 @@ async def test_a_batch_with_one_payload_utf8_cannot_carry_writes_nothing(
 
     assert caught.value.field == "tasks[1200].payload"
     assert await app.counts("mail") == {"due": 0, "running": 0, "dead": 0}
+
+
+async def test_ids_ending_like_an_occurrence_id_are_refused_everywhere_a_user_names_one(
+    app: duetime.App,
+) -> None:
+    """``"<id>@<ms>"`` is reserved for the ids duetime files occurrences under."""
+
+    @app.task("report")
+    async def report(payload: dict[str, Any]) -> None: ...
+
+    calls: dict[str, tuple[Callable[[], Awaitable[object]], str]] = {
+        "schedule": (lambda: app.schedule("mail", "daily@123", at=AT), "task_id"),
+        "schedule_many": (
+            lambda: app.schedule_many(
+                [duetime.Task("mail", "a", at=AT), duetime.Task("mail", "b@-4", at=AT)]
+            ),
+            "tasks[1].task_id",
+        ),
+        "add_cron": (lambda: app.add_cron("nightly@1", "0 0 * * *", task="report"), "name"),
+    }
+    for what, (call, field) in calls.items():
+        with pytest.raises(duetime.ValidationError, match="reserved") as caught:
+            await call()
+        assert caught.value.field == field, what
+    assert await app.counts("mail") == {"due": 0, "running": 0, "dead": 0}
+    assert await app.crons() == []
+    # Calls that look tasks up take such ids: they are the ids of occurrences.
+    assert await app.get("mail", "daily@123") is None
+    assert await app.cancel("mail", "daily@123") is False

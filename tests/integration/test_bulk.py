@@ -4,15 +4,18 @@ time, with the listing changing under the run."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from datetime import timedelta
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime, timedelta
 
 import pytest
+from click.testing import CliRunner
 
 import duetime
 from duetime.admin import bulk
+from duetime.cli import main
 from duetime.stores.base import Store
-from tests.helpers import make_dead
+from tests.helpers import file_bad_id, file_occurrence, make_dead
 
 MANY = 3000
 
@@ -99,3 +102,124 @@ async def test_bad_arguments_change_nothing(app: duetime.App) -> None:
     with pytest.raises(duetime.UnknownTaskType):
         await bulk.retry_all(app, "mial")
     assert (await app.counts("mail"))["dead"] == 3
+
+
+#: The longest id a user may pick: its occurrences' ids are longer.
+LONGEST = "é" * 100
+
+
+async def test_occurrence_ids_over_200_bytes_are_retried_and_cancelled_with_the_rest(
+    app: duetime.App,
+) -> None:
+    await make_dead(app, "mail", 300)
+    long_id = await file_occurrence(app, "mail", LONGEST)
+    assert len(long_id.encode()) > 200
+
+    assert await bulk.retry_all(app, "mail") == 301
+    info = await app.get("mail", long_id)
+    assert info is not None and info.state == "due"
+    assert (await app.counts("mail"))["dead"] == 0
+
+    await file_occurrence(app, "report", LONGEST)
+    await make_dead(app, "report", 10)
+    assert await bulk.cancel_all(app, "report", "dead") == 11
+    assert await app.counts("report") == {"due": 1, "running": 0, "dead": 0}  # the series
+
+
+async def test_an_id_no_call_takes_is_named_and_every_other_task_is_done(
+    app: duetime.App,
+) -> None:
+    await make_dead(app, "mail", 250)
+    await file_bad_id(app, "mail", "bad\nid")  # control characters: refused by every call
+
+    with pytest.raises(duetime.BulkIncomplete) as caught:
+        await bulk.retry_all(app, "mail")
+    assert caught.value.done == 250 and list(caught.value.failed) == ["bad\nid"]
+    assert "control characters" in caught.value.failed["bad\nid"]
+    assert "'bad\\nid'" in str(caught.value)
+    assert await app.counts("mail") == {"due": 250, "running": 0, "dead": 1}
+
+    await make_dead(app, "mail", 30, prefix="late")  # and the 250 due with them
+    with pytest.raises(duetime.BulkIncomplete) as caught:
+        await bulk.cancel_all(app, "mail", "dead")
+    assert caught.value.done == 280 and list(caught.value.failed) == ["bad\nid"]
+    assert await app.counts("mail") == {"due": 0, "running": 0, "dead": 1}
+
+
+def cli(app: duetime.App, *args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(
+        main, ["--log-level", "WARNING", *args, "--url", app.url, "--namespace", app.namespace]
+    )
+    return result.exit_code, result.stdout, result.stderr
+
+
+async def test_the_cli_retries_occurrence_ids_over_200_bytes_and_names_what_it_cannot(
+    app: duetime.App,
+) -> None:
+    await make_dead(app, "mail", 20)
+    long_id = await file_occurrence(app, "mail", LONGEST)
+
+    code, out, err = await asyncio.to_thread(cli, app, "retry", "mail", "--all")
+    assert (code, out) == (0, "retried 21 dead mail tasks\n"), err
+    assert await app.counts("mail") == {"due": 22, "running": 0, "dead": 0}  # and the series
+
+    await file_occurrence(app, "report", LONGEST)
+    await file_bad_id(app, "report", "bad\x7fid")
+    code, out, err = await asyncio.to_thread(
+        cli, app, "cancel", "report", "--all", "--state", "dead"
+    )
+    assert code == 1 and out == "cancelled 1 dead report task\n"
+    assert "'bad\\x7fid'" in err and "1 dead report tasks could not be cancelled" in err
+    assert await app.counts("report") == {"due": 1, "running": 0, "dead": 1}
+    assert long_id.startswith(LONGEST)
+
+
+class FailingApp(duetime.App):
+    """An app whose store fails one call mid-bulk; the others take a while, and each notes
+    when it landed."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.landed: list[float] = []
+
+    async def retry(self, task_type: str, task_id: str, *, at: datetime | None = None) -> datetime:
+        if task_id == "d5":
+            await asyncio.sleep(0.02)
+            raise duetime.StoreUnavailable("the connection dropped")
+        await asyncio.sleep(0.1)
+        due = await super().retry(task_type, task_id, at=at)
+        self.landed.append(time.monotonic())
+        return due
+
+    async def cancel(self, task_type: str, task_id: str) -> bool:
+        if task_id == "d5":
+            await asyncio.sleep(0.02)
+            raise duetime.StoreUnavailable("the connection dropped")
+        await asyncio.sleep(0.1)
+        done = await super().cancel(task_type, task_id)
+        self.landed.append(time.monotonic())
+        return done
+
+
+async def test_when_the_store_fails_mid_bulk_nothing_acts_behind_the_error(
+    redis_or_sqlite_url: str, namespace: str
+) -> None:
+    app = FailingApp(redis_or_sqlite_url, namespace=namespace)
+    app.declare("mail", "report")
+    sweeps: dict[str, Callable[[], Awaitable[int]]] = {
+        "mail": lambda: bulk.retry_all(app, "mail"),
+        "report": lambda: bulk.cancel_all(app, "report", "dead"),
+    }
+    try:
+        for task_type, sweep in sweeps.items():
+            await make_dead(app, task_type, 40)
+            app.landed.clear()
+            with pytest.raises(duetime.StoreUnavailable):
+                await sweep()
+            raised = time.monotonic()
+            await asyncio.sleep(0.3)  # time for calls left running to land
+            assert [t for t in app.landed if t > raised] == [], task_type
+            # Every call that acted is one of those seen landing before the error.
+            assert (await app.counts(task_type))["dead"] == 40 - len(app.landed), task_type
+    finally:
+        await app.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import AsyncIterator, Iterator
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote_plus, urlencode
 
 import httpx
 import pytest
@@ -21,7 +21,7 @@ from duetime.errors import ConfigError, UnknownTaskType, ValidationError
 from duetime.web import create_app
 from duetime.web.guard import Access
 from duetime.web.serve import access_for
-from tests.helpers import make_dead
+from tests.helpers import file_bad_id, file_occurrence, make_dead
 from tests.hostile import Raw, raw_for
 
 ORIGIN = "http://127.0.0.1:8787"
@@ -501,3 +501,27 @@ async def test_a_link_cannot_make_the_dashboard_say_what_it_likes(app: duetime.A
         assert "d0 is due again" in (await c.get(back)).text
     async with client(create_app(app, token=TOKEN + "x")) as other:
         assert "d0 is due again" not in (await other.get(back)).text
+
+
+async def test_retry_all_and_delete_all_act_on_every_id_and_name_those_they_cannot(
+    app: duetime.App,
+) -> None:
+    """An occurrence id over 200 bytes is retried like any other; an id no call takes (one
+    another program wrote) is named, and the others are still done."""
+    long_id = await file_occurrence(app, "report", "é" * 100)
+    await make_dead(app, "report", 3)
+    await file_bad_id(app, "report", "bad\nid")
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        r = await c.post("/actions/retry-dead?type=report&next=/dead", headers=SAME)
+        assert r.status_code == 303
+        said = unquote_plus(r.headers["location"])
+        assert "retried 4 tasks of report; 1 could not be: 'bad\\nid'" in said
+        info = await app.get("report", long_id)
+        assert info is not None and info.state == "due"
+        assert await app.counts("report") == {"due": 5, "running": 0, "dead": 1}
+        r = await c.post("/actions/delete-dead?type=report&next=/dead", headers=SAME)
+        assert r.status_code == 303 and "could not be" in unquote_plus(r.headers["location"])
+        one = await file_occurrence(app, "mail", "é" * 100)
+        action = "/actions/delete?" + urlencode({"type": "mail", "id": one, "next": "/dead"})
+        assert (await c.post(action, headers=SAME)).status_code == 303
+    assert await app.get("mail", one) is None

@@ -14,7 +14,8 @@ import pytest
 import redis
 
 import duetime
-from tests.helpers import eventually, running
+from duetime.clock import from_ms
+from tests.helpers import count_is, eventually, running
 from tests.servers import RedisServer
 
 DB = 3  # a database of its own, as the key-name timer design wants
@@ -171,3 +172,35 @@ def test_bad_key_expiry_options_are_refused_by_name(redis_url: str) -> None:
         with pytest.raises(duetime.ValidationError) as caught:
             call()
         assert caught.value.field == field
+
+
+async def test_a_key_too_long_or_too_odd_for_an_id_gives_a_task_every_call_takes(
+    redis_url: str, namespace: str, raw: redis.Redis
+) -> None:
+    """A key name may be of any length and hold control characters: its task's id keeps
+    within what get, retry and cancel take, and the handler gets the whole key."""
+    app = _app(redis_url, namespace)
+    seen: list[tuple[str, str]] = []
+
+    @app.on_key_expired(f"{namespace}:*", db=DB, name="ended", retries=0)
+    async def ended(key: str, ctx: duetime.Context) -> None:
+        seen.append((key, ctx.task_id))
+        raise RuntimeError("to the dead letters")
+
+    keys = {f"{namespace}:{'x' * 300}", f"{namespace}:tab\there", f"{namespace}:short"}
+    async with running(app):
+        await asyncio.sleep(0.2)
+        for key in keys:
+            raw.set(key, "x", px=50)
+        await eventually(lambda: len(seen) == 3, 10, "every key handled")
+        await eventually(lambda: count_is(app, "ended", "dead", 3), 5, "all dead")
+
+    assert {key for key, _ in seen} == keys
+    for key, task_id in seen:
+        assert len(task_id.encode()) <= 216 and "\t" not in task_id
+        assert task_id.startswith(key + "@") == (key == f"{namespace}:short")
+        info = await app.get("ended", task_id)
+        assert info is not None and info.state == "dead" and info.payload == {"key": key}
+        await app.retry("ended", task_id, at=from_ms(await app.now_ms() + 60_000))
+        assert await app.cancel("ended", task_id)
+    await app.close()

@@ -10,11 +10,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import duetime
-from duetime.clock import from_ms
+from duetime.clock import MAX_MS, MIN_MS, from_ms
 from duetime.errors import PayloadError, ValidationError
 from duetime.model import Task
 from duetime.newtask import new_task
-from duetime.validate import check_id, check_name, duration_ms, encode_payload, to_ms
+from duetime.validate import (
+    MAX_ID_BYTES,
+    MAX_STORED_ID_BYTES,
+    check_id,
+    check_name,
+    duration_ms,
+    encode_payload,
+    to_ms,
+)
+from duetime.worker.outcome import occurrence_id
 from tests.bad_input import AT, BAD_SCHEDULES
 
 
@@ -58,6 +67,37 @@ def test_names_and_ids() -> None:
         check_name("task_type", "a" * 65)
     with pytest.raises(ValidationError):
         check_id("é" * 101)  # 202 bytes
+
+
+@pytest.mark.parametrize("task_id", ["daily@1700000000000", "a@0", "x@-5", "a@b@12", "@7"])
+def test_an_id_ending_like_an_occurrence_id_is_reserved(task_id: str) -> None:
+    """``"<id>@<ms>"`` is what duetime files occurrences under: a user's id ending so could
+    be overwritten by, or overwrite, another task's occurrence."""
+    with pytest.raises(ValidationError, match="reserved") as caught:
+        check_id(task_id)
+    assert caught.value.field == "task_id"
+    with pytest.raises(ValidationError, match="reserved") as caught:
+        check_id(task_id, "key")
+    assert caught.value.field == "key"
+    assert check_id(task_id, stored=True) == task_id  # lookups take occurrence ids
+
+
+@pytest.mark.parametrize("task_id", ["user@example.com", "a@", "a@-", "a@12b", "a@1.5", "a@١٢"])
+def test_ids_with_an_at_sign_that_ends_otherwise_are_fine(task_id: str) -> None:
+    assert check_id(task_id) == task_id
+
+
+def test_every_occurrence_id_of_a_valid_id_is_a_valid_stored_id() -> None:
+    longest = "é" * (MAX_ID_BYTES // 2)  # 200 bytes: the longest id a user may pick
+    assert check_id(longest) == longest
+    for ms in (MIN_MS, MAX_MS, 0, -1):
+        dead = occurrence_id(longest, ms)
+        assert check_id(dead, stored=True) == dead
+    assert len(occurrence_id(longest, MIN_MS).encode()) == MAX_STORED_ID_BYTES == 216
+    with pytest.raises(ValidationError, match="216 bytes"):
+        check_id("x" * 217, stored=True)
+    with pytest.raises(ValidationError, match="200 bytes"):
+        check_id("x" * 201)
 
 
 def test_a_moment_between_milliseconds_rounds_up_so_nothing_runs_early() -> None:

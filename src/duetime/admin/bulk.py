@@ -9,6 +9,11 @@ A task that stays in the state once acted on (a running task keeps its lease whe
 cancelled), or that was gone when acted on, counts as left in place, which may skip a task
 in this pass: a pass that acted on some tasks and skipped others is followed by another,
 up to :data:`MAX_PASSES`.
+
+A task whose id a call refuses (one another program wrote, say) does not stop the run: the
+others are acted on, and :class:`~duetime.errors.BulkIncomplete` then names it. When the
+store fails, no other call starts, and those in flight are awaited before the error
+propagates: nothing acts behind it.
 """
 
 from __future__ import annotations
@@ -19,9 +24,10 @@ from datetime import datetime
 
 from duetime.app import App
 from duetime.clock import from_ms
-from duetime.errors import NotFound, ValidationError
+from duetime.errors import BulkIncomplete, NotFound, ValidationError
 from duetime.model import TaskInfo
 from duetime.stores.base import STATES, State
+from duetime.validate import to_ms
 
 #: Tasks read per page: one round trip, and a page of records held at a time.
 BATCH = 200
@@ -49,9 +55,14 @@ async def retry_all(
 
     Raises:
         ValidationError, UnknownTaskType: a bad type or time; nothing is changed.
-        StoreError: the store failed; the tasks retried so far stay retried.
+        BulkIncomplete: the tasks it names could not be retried (their ids were refused);
+            every other one was.
+        StoreError: the store failed; the tasks retried so far stay retried, and no call
+            is left running.
     """
     app.task_type(task_type)
+    if at is not None:
+        to_ms("at", at)  # refused here, not once per task
     started = from_ms(await app.now_ms())
 
     async def act(info: TaskInfo) -> bool:
@@ -64,7 +75,7 @@ async def retry_all(
     def after_start(info: TaskInfo) -> bool:
         return info.due is not None and info.due > started
 
-    return await _sweep(app, task_type, "dead", act, after_start, progress)
+    return await _sweep(app, task_type, "dead", act, after_start, progress, "retried")
 
 
 async def cancel_all(
@@ -79,7 +90,10 @@ async def cancel_all(
 
     Raises:
         ValidationError, UnknownTaskType: a bad type or state; nothing is changed.
-        StoreError: the store failed; the tasks cancelled so far stay cancelled.
+        BulkIncomplete: the tasks it names could not be cancelled (their ids were
+            refused); every other one was.
+        StoreError: the store failed; the tasks cancelled so far stay cancelled, and no
+            call is left running.
     """
     app.task_type(task_type)
     if state not in STATES:
@@ -88,7 +102,7 @@ async def cancel_all(
     async def act(info: TaskInfo) -> bool:
         return await app.cancel(task_type, info.task_id)
 
-    return await _sweep(app, task_type, state, act, lambda info: False, progress)
+    return await _sweep(app, task_type, state, act, lambda info: False, progress, "cancelled")
 
 
 async def _sweep(
@@ -98,15 +112,35 @@ async def _sweep(
     act: Act,
     stop_at: Callable[[TaskInfo], bool],
     progress: Progress | None,
+    verb: str,
 ) -> int:
     total = (await app.counts(task_type))[state]
     done = 0
+    failed: dict[str, str] = {}
     for _ in range(MAX_PASSES):
-        acted, skipped = await _pass(app, task_type, state, act, stop_at, done, total, progress)
+        acted, skipped = await _pass(
+            app, task_type, state, _tolerant(act, failed), stop_at, done, total, progress
+        )
         done += acted
         if not (acted and skipped):  # a pass that acted on none would do the same again
             break
+    if failed:
+        raise BulkIncomplete(verb, task_type, done, failed)
     return done
+
+
+def _tolerant(act: Act, failed: dict[str, str]) -> Act:
+    """``act``, but a task whose id the call refuses is noted in ``failed`` (and left in
+    place) instead of failing the run."""
+
+    async def tolerant(info: TaskInfo) -> bool:
+        try:
+            return await act(info)
+        except ValidationError as exc:
+            failed[info.task_id] = str(exc)
+            return False
+
+    return tolerant
 
 
 async def _pass(
@@ -120,24 +154,19 @@ async def _pass(
     progress: Progress | None,
 ) -> tuple[int, int]:
     """One pass over the listing: (tasks acted on, tasks skipped: acted on but left in the
-    state, or gone)."""
+    state, gone, or refused)."""
     offset = acted = skipped = 0
-    limit = asyncio.Semaphore(CONCURRENCY)
-
-    async def bounded(info: TaskInfo) -> bool:
-        async with limit:
-            return await act(info)
-
     while True:
         page = await app.list(task_type, state, limit=BATCH, offset=offset)
         todo = [info for info in page if not stop_at(info)]
         if not todo:
             return acted, skipped
-        results = await asyncio.gather(*(bounded(info) for info in todo))
+        results = await _each(act, todo)
         hits = sum(results)
         acted += hits
         # What was acted on left the listing, but for a running task cancelled (it keeps
-        # its lease): those, and the tasks already gone, the next page starts after.
+        # its lease): those, and the tasks already gone or refused, the next page starts
+        # after.
         stays = len(todo) if state == "running" else len(todo) - hits
         skipped += len(todo) - hits
         offset += stays
@@ -145,3 +174,28 @@ async def _pass(
             progress(done + acted, max(total, done + acted))
         if len(todo) < len(page) or len(page) < BATCH:
             return acted, skipped
+
+
+async def _each(act: Act, infos: list[TaskInfo]) -> list[bool]:
+    """``act`` on each task, :data:`CONCURRENCY` at a time. Once a call raises, no other
+    starts, and those in flight are awaited before its error propagates: nothing acts
+    behind the error. (Cancelling them instead would not be enough: a store call cut short
+    may still land, from a thread or a request already sent.)"""
+    limit = asyncio.Semaphore(CONCURRENCY)
+    errors: list[Exception] = []
+
+    async def one(info: TaskInfo) -> bool:
+        async with limit:
+            if errors:
+                return False
+            try:
+                return await act(info)
+            except Exception as exc:
+                errors.append(exc)
+                return False
+
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(one(info)) for info in infos]
+    if errors:
+        raise errors[0]
+    return [task.result() for task in tasks]

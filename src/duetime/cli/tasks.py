@@ -23,6 +23,7 @@ from duetime.cli.output import (
 )
 from duetime.cli.target import Target, app_command, warn_invalid
 from duetime.cli.values import MAX_COUNT, Seconds
+from duetime.errors import BulkIncomplete
 from duetime.model import TaskInfo
 from duetime.stores.base import STATES, State
 
@@ -184,21 +185,32 @@ def _one_or_all(task_id: str | None, every: bool, state: str | None) -> None:
 
 
 def _bulk(target: Target, task_type: str, action: str, state: State) -> None:
-    """``retry --all`` and ``cancel --all``: a progress bar on long runs, then the count."""
+    """``retry --all`` and ``cancel --all``: a progress bar on long runs, then the count; the
+    tasks it could not act on are named, and make the exit code 1."""
     with progress_bar(f"{action} {task_type} ({state})", quiet=target.as_json) as progress:
 
-        async def call() -> int:
+        async def call() -> tuple[int, dict[str, str]]:
             await target.adopt(task_type)
-            if action == "retry":
-                return await bulk.retry_all(target.app, task_type, progress=progress)
-            return await bulk.cancel_all(target.app, task_type, state, progress=progress)
+            try:
+                if action == "retry":
+                    return await bulk.retry_all(target.app, task_type, progress=progress), {}
+                return await bulk.cancel_all(target.app, task_type, state, progress=progress), {}
+            except BulkIncomplete as exc:
+                return exc.done, exc.failed
 
-        done = target.run(call)
+        done, failed = target.run(call)
+    verb = "retried" if action == "retry" else "cancelled"
     if target.as_json:
-        emit({"type": task_type, "state": state, "action": action, "count": done})
+        doc: dict[str, Any] = {"type": task_type, "state": state, "action": action, "count": done}
+        if failed:
+            doc["failed"] = [{"id": task_id, "error": why} for task_id, why in failed.items()]
+        emit(doc)
     else:
-        verb = "retried" if action == "retry" else "cancelled"
         echo(f"{verb} {done} {state} {task_type} task{'s' if done != 1 else ''}")
+    if failed:
+        for task_id, why in failed.items():  # repr: an id may hold anything
+            click.echo(f"not {verb}: {task_id!r}: {why}", err=True)
+        raise click.ClickException(f"{len(failed)} {state} {task_type} tasks could not be {verb}")
 
 
 @app_command(name="ls")

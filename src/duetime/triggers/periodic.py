@@ -78,8 +78,39 @@ class Periodic:
             return None
         return Due(due, skipped)
 
+    def latest_due(self, occurrence_ms: int, now_ms: int) -> Due:
+        """The occurrence a claim of ``occurrence_ms`` runs: the latest one due by
+        ``now_ms`` (within ``until``), and how many before it are skipped.
+
+        A claim comes late when workers were down or the task was scheduled in the past:
+        the occurrences due meanwhile fold into one run, of the latest (its phase kept), so
+        a series due years ago runs once now, not once for its first occurrence and again
+        at once for the latest.
+        """
+        every = self.every_ms
+        if now_ms - occurrence_ms < every:  # no later occurrence is due: the usual case
+            return Due(occurrence_ms, 0)
+        periods = (now_ms - occurrence_ms) // every
+        if self.until_ms is not None and occurrence_ms + periods * every > self.until_ms:
+            # Past the end: the last occurrence within it runs, and the series ends after.
+            periods = max(0, (self.until_ms - occurrence_ms) // every)
+        return Due(occurrence_ms + periods * every, periods)
+
     async def run(self, job: Job) -> Outcome:
         occurrence = job.occurrence_ms
+        # Only a first claim of an occurrence folds: a retry, or a run again after a crash
+        # (a stall), is another attempt at the occurrence it belongs to, under its id; what
+        # came due meanwhile folds after it (next_after).
+        if not job.failures and not job.claim.stalls:
+            latest = self.latest_due(occurrence, job.now_ms())
+            if latest.skipped:
+                log.warning(
+                    "%s/%s: %d missed occurrences skipped; the latest runs now",
+                    job.task_name,
+                    job.claim.id,
+                    latest.skipped,
+                )
+                occurrence = latest.due_ms
 
         async def follow() -> Next | None:
             return await self._following(job, occurrence)

@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from duetime.admin.bulk import cancel_all, retry_all
 from duetime.app import App
-from duetime.errors import DuetimeError, NotFound, TaskNotFound
+from duetime.errors import BulkIncomplete, DuetimeError, NotFound, TaskNotFound
 from duetime.web import flash
 from duetime.web.data import TypeNames
 
@@ -35,12 +35,18 @@ async def delete(app: App, request: Request) -> str:
 
 async def retry_dead(app: App, request: Request) -> str:
     client, name = await _type(request)
-    return f"{await retry_all(client, name)} dead tasks of {name} due again"
+    try:
+        return f"{await retry_all(client, name)} dead tasks of {name} due again"
+    except BulkIncomplete as exc:  # the others were retried: say which were not
+        return str(exc)
 
 
 async def delete_dead(app: App, request: Request) -> str:
     client, name = await _type(request)
-    return f"{await cancel_all(client, name, 'dead')} dead tasks of {name} deleted"
+    try:
+        return f"{await cancel_all(client, name, 'dead')} dead tasks of {name} deleted"
+    except BulkIncomplete as exc:  # the others were deleted: say which were not
+        return str(exc)
 
 
 async def pause_cron(app: App, request: Request) -> str:

@@ -136,7 +136,7 @@ class NamedTriggers:
         Raises:
             ScheduleNotFound: it is neither in the store nor declared.
         """
-        check_id(name, "name")
+        check_id(name, "name", stored=True)  # a lookup: any name the store may hold
         store = await self._open()
         task_type = (await (await self._names()).schedule_names()).get(name)
         if task_type is None:

@@ -12,14 +12,20 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
-from duetime.clock import from_ms
+from duetime.clock import MAX_MS, from_ms
 from duetime.errors import PayloadError, SchemaError, ValidationError
 from duetime.record import Record
 from duetime.stores.base import NewTask, Store, StoredTask
 from duetime.stores.capabilities import ENTRIES, use
 from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.triggers.expiry import EXPIRING
-from duetime.validate import check_id, duration_ms, encode_payload
+from duetime.validate import (
+    RESERVED_END,
+    check_id,
+    duration_ms,
+    encode_payload,
+    is_occurrence_id,
+)
 
 
 class ExpiringGroup:
@@ -75,8 +81,10 @@ class ExpiringGroup:
         value still goes to the handler. Returns when the entry expires.
 
         Raises:
-            ValidationError: a bad ``key``, ``value`` or ``ttl`` (the error names it);
-                nothing is written.
+            ValidationError: a bad ``key`` (a key must not end in ``@`` and digits: that
+                end is reserved for the expiries handed off), ``value`` or ``ttl`` (one that
+                puts the expiry past the year 9999); the error names it, and nothing is
+                written.
         """
         return (await self.put_many([(key, value)], ttl=ttl, keep_ttl=keep_ttl))[0]
 
@@ -96,6 +104,9 @@ class ExpiringGroup:
             raise ValidationError("key", "the same key twice in one call")
         store = await self._open()
         now = await self._now_ms()
+        # Checked for keep_ttl too: an entry that is not live gets the TTL.
+        if now + ttl_ms > MAX_MS:
+            raise ValidationError("ttl", "puts the expiry past the year 9999")
         entries = [NewTask(key, now + ttl_ms, record) for key, record in records]
         entry_store = use(store, ENTRIES)
         dues = await entry_store.put_entry(self.name, entries, keep_ttl=keep_ttl, now_ms=now)
@@ -126,14 +137,23 @@ class ExpiringGroup:
     async def delete(self, key: str) -> bool:
         """Remove the entry under ``key``, without running the handler; whether there was a
         live one (an expired entry is still handled)."""
-        check_id(key, "key", stored=True)
+        _check_lookup(key)
         store = await self._open()
         return await use(store, ENTRIES).remove_entry(self.name, key, await self._now_ms())
 
     async def _live(self, key: str) -> StoredTask | None:
-        check_id(key, "key", stored=True)
+        _check_lookup(key)
         store = await self._open()
         stored = await store.get(self.name, key)
         if stored is None or stored.state != "due" or stored.due_ms <= await self._now_ms():
             return None
         return stored
+
+
+def _check_lookup(key: str) -> None:
+    """Check the key of a lookup: any id the store may hold, but for an expiry's own id
+    (``"<key>@<expiry ms>"``), which is a task of the group (``app.get``, ``app.cancel``),
+    never an entry."""
+    check_id(key, "key", stored=True)
+    if is_occurrence_id(key):
+        raise ValidationError("key", RESERVED_END)

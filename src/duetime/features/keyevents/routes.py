@@ -11,24 +11,31 @@ scheduler whose producers duetime keeps working): ``<name>`` is looked up among 
 handlers registered with ``key_timer``, and the JSON is the message they are given. A name
 with no handler, or a key that does not parse, is never imported or evaluated: it is filed
 in the dead letters of :data:`UNROUTED`, with the reason.
+
+The task of an expiry is ``"<key>@<ms heard>"``, an occurrence id; a key name may be of any
+length and hold any bytes, so one that would not make an id every call takes is named by
+its start and a hash instead (:func:`event_id`). The handler is given the whole key.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fnmatch
+import hashlib
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from duetime.clock import Clock
-from duetime.errors import Abort
+from duetime.errors import Abort, ValidationError
 from duetime.record import Record
+from duetime.stores import wire
 from duetime.stores.base import NewTask
 from duetime.stores.capabilities import KeyEvents as KeyEventSource
-from duetime.validate import dump_json
+from duetime.validate import MAX_ID_BYTES, check_id, dump_json
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +48,10 @@ TIMER_MARK = ":??"
 EXPIRED_WINDOW_MS = 5_000
 #: A key timer's name is unique (it starts with a random id): remembered longer.
 TIMER_WINDOW_MS = 3_600_000
+#: Hex digits of a key's SHA-256 in the id of a key too long (or too odd) to be one: 64
+#: bits, so that two such keys expiring in one millisecond do not share a task.
+HASH_DIGITS = 16
+_UNSAFE_IN_ID = re.compile(r"[\x00-\x1f\x7f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +127,28 @@ class KeyEvents:
         self, task_type: str, key: str, now: int, payload: dict[str, object], window: int
     ) -> None:
         record = Record(dump_json(payload)).encode()
-        task = NewTask(f"{key}@{now}", now, record)
+        task = NewTask(event_id(key, now), now, record)
         await self.store.schedule_event(task_type, key, task, window_ms=window)
+
+
+def event_id(key: str, now_ms: int) -> str:
+    """The id of the task the expiry of ``key`` heard at ``now_ms`` makes: ``"<key>@<ms>"``
+    when ``key`` is a valid task id (at most 200 bytes, no control characters), else
+    ``"<start>~<hash>@<ms>"``: the key's start (control characters as ``?``) and 16 hex
+    digits of its SHA-256, within 200 bytes. Either way ``get``, ``retry`` and ``cancel``
+    take the id; the handler gets the whole key from the task's payload."""
+    try:
+        check_id(key, "key", stored=True)
+        fits = len(wire.to_bytes(key)) <= MAX_ID_BYTES
+    except ValidationError:
+        fits = False
+    if fits:
+        return f"{key}@{now_ms}"
+    digest = hashlib.sha256(wire.to_bytes(key)).hexdigest()[:HASH_DIGITS]
+    room = MAX_ID_BYTES - 1 - HASH_DIGITS
+    # Cut at a byte count, dropping a character cut in two and bytes that are not UTF-8.
+    start = wire.to_bytes(_UNSAFE_IN_ID.sub("?", key))[:room].decode("utf-8", "ignore")
+    return f"{start}~{digest}@{now_ms}"
 
 
 def parse_timer(key: str) -> tuple[str, object, str | None]:
