@@ -45,6 +45,8 @@ MAX_NAME = 64
 MAX_DELAY_MS = 86_400_000
 #: The most active instruction ids read for one call; a poller's concurrency is at most this.
 MAX_ACTIVE = 10_000
+#: The shortest lease of a poller's call (as of any task type's claim).
+MIN_LEASE_MS = 100
 
 Scheduler = Callable[["PollContext"], Any]
 H = TypeVar("H", bound=Handler)
@@ -98,6 +100,7 @@ class PollerSettings:
     calculate_limit: Limit
     active: Active | None
     timeout: float | None
+    lease_ms: int
 
     def check(self, name: str) -> None:
         """Raise InvalidTaskConfigurationError naming a setting that cannot be used."""
@@ -113,6 +116,9 @@ class PollerSettings:
                 raise InvalidTaskConfigurationError(name, field, "must be callable")
         if self.active is not None and not callable(self.active):
             raise InvalidTaskConfigurationError(name, "active", "must be callable or None")
+        if self.lease_ms < MIN_LEASE_MS:
+            problem = f"must be at least {MIN_LEASE_MS} ms"
+            raise InvalidTaskConfigurationError(name, "lease", problem)
 
 
 async def _answer(value: Any) -> Any:
