@@ -36,7 +36,7 @@ from duetime.triggers.poller.poller import (
     default_delay,
     default_limit,
 )
-from duetime.triggers.poller.registry import poller_type
+from duetime.triggers.poller.registry import POLLER_LEASE, poller_type
 from duetime.validate import check_int, check_name, check_partitions, duration_ms
 
 if TYPE_CHECKING:
@@ -161,6 +161,7 @@ class App(Client):
         calculate_limit: Limit = default_limit,
         active: Active | None = None,
         timeout: timedelta | float | None = DEFAULT_TIMEOUT,
+        lease: timedelta | float = POLLER_LEASE,
     ) -> Callable[[Scheduler], Poller]:
         """Register the decorated function as the scheduler of the poller ``name``
         (Planton's task): called with a :class:`~duetime.PollContext` by one worker at a
@@ -179,6 +180,9 @@ class App(Client):
                 instructions run elsewhere; by default the pending and running tasks of
                 the handler's type (none without a handler).
             timeout: how long one call of the scheduler may take.
+            lease: how long a worker that stopped answering (killed, frozen, cut off)
+                holds the poller's call before another worker takes it over; renewed while
+                the call runs. 10 s by default.
 
         Raises:
             DuplicateTaskNameError: ``name`` is taken by a task type or another poller.
@@ -187,7 +191,8 @@ class App(Client):
         """
         check_name("name", name)
         seconds = None if timeout is None else duration_ms("timeout", timeout) / 1000
-        settings = PollerSettings(concurrency, delay, calculate_limit, active, seconds)
+        lease_ms = duration_ms("lease", lease)
+        settings = PollerSettings(concurrency, delay, calculate_limit, active, seconds, lease_ms)
         settings.check(name)
         self.pollers.check_open(name)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from duetime.stores import wire
 from duetime.stores.base import Outcome, State, StoredTask
+from duetime.stores.redis.keys import parse_lease
 
 
 def settle_args(o: Outcome) -> tuple[Any, ...]:
@@ -47,3 +48,16 @@ def stored_task(
         wire.count(stalls),
         wire.maybe_text(error),
     )
+
+
+def inspected(task_id: str, reply: list[Any]) -> StoredTask | None:
+    """The task the inspect_task script found, or None (see inspect_task.lua)."""
+    due, running, dead, record, lease, stalls, error = (*reply, *[None] * 7)[:7]
+    if due is not None:
+        return stored_task(task_id, "due", due, wire.ms(due), record, stalls, error)
+    if running is not None and lease is not None:
+        claimed_due = parse_lease(wire.text(lease))[1]
+        return stored_task(task_id, "running", running, claimed_due, record, stalls, error)
+    if dead is not None:
+        return stored_task(task_id, "dead", dead, wire.ms(dead), record, stalls, error)
+    return None
