@@ -17,6 +17,7 @@ Every error duetime raises derives from :class:`DuetimeError`::
       NotFound (LookupError)
         TaskNotFound                no task with that type and id
         ScheduleNotFound            no cron schedule with that name
+      LeaseLost                   a write made under a lease that passed to another worker
       ClientClosed                the blocking client was closed before or during the call
       BulkIncomplete              a bulk retry or cancel did the others, but not these tasks
 
@@ -172,6 +173,26 @@ class ScheduleNotFound(NotFound):
     def __init__(self, name: str) -> None:
         self.name = name
         super().__init__(f"no cron schedule named {name!r}")
+
+
+class LeaseLost(DuetimeError):
+    """A write made under a lease was refused, or not made, because the lease was lost:
+    it ran out (the worker was paused or cut off for longer than it) and a later claim took
+    it over. Nothing was written.
+
+    Attributes:
+        task_type: the task type the write was for.
+        token: the fencing token the write carried.
+        detail: how the lease was found lost.
+    """
+
+    def __init__(self, task_type: str, token: int, detail: str = "a later claim holds it") -> None:
+        self.task_type = task_type
+        self.token = token
+        self.detail = detail
+        super().__init__(
+            f"the lease of token {token} ({task_type}) was lost: {detail}; nothing was written"
+        )
 
 
 class ClientClosed(DuetimeError):

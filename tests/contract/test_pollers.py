@@ -387,6 +387,7 @@ async def test_a_poller_cannot_be_registered_once_a_worker_runs(app: duetime.App
         ({"delay": 5}, "delay"),
         ({"calculate_limit": "all"}, "calculate_limit"),
         ({"active": []}, "active"),
+        ({"lease": 0.05}, "lease"),
     ],
 )
 def test_bad_settings_are_refused_at_registration(

@@ -22,13 +22,16 @@ ITEMS = 30
 
 
 def start_poller_worker(
-    args: list[str], log: Path, env: dict[str, str] | None = None
+    args: list[str],
+    log: Path,
+    env: dict[str, str] | None = None,
+    module: str = "tests.integration.poller_worker",
 ) -> subprocess.Popen[bytes]:
-    """A worker process of ``tests.integration.poller_worker`` with ``args``."""
+    """A worker process of ``module`` with ``args``."""
     env = {**os.environ, **(env or {}), "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"}
     with log.open("wb") as stderr:  # the child keeps its own copy of the descriptor
         return subprocess.Popen(
-            [sys.executable, "-m", "tests.integration.poller_worker", *args],
+            [sys.executable, "-m", module, *args],
             cwd=ROOT,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -36,7 +39,7 @@ def start_poller_worker(
         )
 
 
-def _most_at_once(spans: list[tuple[int, int]]) -> int:
+def most_at_once(spans: list[tuple[int, int]]) -> int:
     edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
     most = now = 0
     for _, step in edges:  # an end sorts before a start at the same instant
@@ -81,13 +84,13 @@ def test_three_processes_share_one_poller_within_its_concurrency(
     assert sorted(runs) == [f"item-{n:03}" for n in range(ITEMS)]
     assert max(runs.values()) == 1, f"ran twice: {runs.most_common(3)}"
     spans = [(starts[key], ends[key]) for key in starts]
-    assert _most_at_once(spans) <= CONCURRENCY
-    assert _most_at_once(spans) == CONCURRENCY  # the slots were used: by three processes
+    assert most_at_once(spans) <= CONCURRENCY
+    assert most_at_once(spans) == CONCURRENCY  # the slots were used: by three processes
     assert len({pid for _, pid in starts}) == 3
 
     calls = [(int(f[2]), int(f[3]), int(f[1])) for f in lines if f[0] == "call"]
     assert len(calls) >= ITEMS // CONCURRENCY
-    assert _most_at_once([(start, end) for start, end, _ in calls]) == 1
+    assert most_at_once([(start, end) for start, end, _ in calls]) == 1
     assert all(
         int(f[4]) > 0 and int(f[4]) + int(f[5]) <= CONCURRENCY for f in lines if f[0] == "call"
     )

@@ -287,8 +287,8 @@ async def test_a_resent_schedule_of_a_task_due_soon_is_not_written_twice(
 
     k = type_keys(namespace, "mail")
     now = int(await store.time_ms())
-    keys = [k.due, k.data, k.dead, k.meta, call_key(k, "s1")]
-    args = ["ch", "mail", "0", "soon", now, REC]
+    keys = [k.due, k.data, k.dead, k.meta, k.fence, call_key(k, "s1")]
+    args = ["ch", "mail", "0", "", "soon", now, REC]
     assert await store._run("schedule", keys, args) == [1]
     (c,) = (
         await store.claim(
@@ -313,11 +313,11 @@ async def test_a_resent_submit_answers_as_the_first_send_did(
     now = int(await store.time_ms())
     await store._run(
         "schedule",
-        [k.due, k.data, k.dead, k.meta, call_key(k, "s0")],
-        ["ch", "mail", "0", "held", now + 3_600_000, REC],
+        [k.due, k.data, k.dead, k.meta, k.fence, call_key(k, "s0")],
+        ["ch", "mail", "0", "", "held", now + 3_600_000, REC],
     )
-    keys = [k.due, k.data, k.dead, k.meta, call_key(k, "s2")]
-    args = ["ch", "mail", "1", "fresh", now, REC, "held", now, record_text('{"x":1}')]
+    keys = [k.due, k.data, k.dead, k.meta, k.fence, call_key(k, "s2")]
+    args = ["ch", "mail", "1", "", "fresh", now, REC, "held", now, record_text('{"x":1}')]
     assert await store._run("schedule", keys, args) == [1, b"held"]  # raw: bytes
     (c,) = (
         await store.claim(

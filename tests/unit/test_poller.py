@@ -3,6 +3,7 @@ errors' properties, and the payload of a poller's task."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -88,3 +89,11 @@ def test_a_pollers_task_carries_its_attempt_count() -> None:
     for bad in ({}, {"attempt": -1}, {"attempt": "1"}, {"attempt": True}):
         with pytest.raises(SchemaError):
             read_attempt(bad)
+
+
+def test_a_pollers_lease_is_the_lease_of_its_calls_ten_seconds_by_default() -> None:
+    app = duetime.App("sqlite:///unused.db")  # never opened
+    app.poller("quick", lease=2)(lambda ctx: [])
+    app.poller("plain")(lambda ctx: [])
+    assert app.types["duetime.poller.quick"].policy.lease == timedelta(seconds=2)
+    assert app.types["duetime.poller.plain"].policy.lease == timedelta(seconds=10)

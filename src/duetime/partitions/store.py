@@ -9,8 +9,9 @@ So the ids a worker derives from a task's (a hand-off or a dead occurrence,
 ``get`` and ``cancel`` find it. A claim asks every partition at once, the batch spread over
 them from a partition that turns with each claim, so none is starved; the fencing tokens
 it hands out carry their partition (``token * MAX_PARTITIONS + partition``), and the
-settles and renewals that carry them go back to it. Types of one partition are passed
-through unchanged: today's layout.
+settles and renewals that carry them go back to it. A fence (``raise_fence``) is raised
+in every partition, and a write under a token is checked in each partition it writes to.
+Types of one partition are passed through unchanged: today's layout.
 
 The wrapper is store-neutral: every store keeps its own layout under it.
 """
@@ -23,6 +24,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from duetime.errors import LeaseLost
 from duetime.partitions.layout import (
     LAYOUT_TYPE,
     SEPARATOR,
@@ -134,20 +136,40 @@ class PartitionedStore:
         return groups
 
     async def schedule(
-        self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
+        self,
+        task_type: str,
+        tasks: Sequence[NewTask],
+        *,
+        only_new: bool = False,
+        fence: int | None = None,
     ) -> list[str]:
+        inner = self.inner
         if self._counts.get(task_type) == 1:  # the producer's hot path: no more than this
-            return await self.inner.schedule(task_type, tasks, only_new=only_new)
+            return await inner.schedule(task_type, tasks, only_new=only_new, fence=fence)
         groups = await self._spread(task_type, tasks, lambda t: t.id)
         if groups is None:
-            return await self.inner.schedule(task_type, tasks, only_new=only_new)
-        taken = await asyncio.gather(
-            *(
-                self.inner.schedule(part_name(task_type, p), [t for _, t in g], only_new=only_new)
-                for p, g in groups.items()
+            return await inner.schedule(task_type, tasks, only_new=only_new, fence=fence)
+        try:
+            taken = await asyncio.gather(
+                *(
+                    inner.schedule(
+                        part_name(task_type, p), [t for _, t in g], only_new=only_new, fence=fence
+                    )
+                    for p, g in groups.items()
+                )
             )
-        )
+        except LeaseLost as exc:  # named by the type, not by its partition
+            raise LeaseLost(task_type, exc.token, exc.detail) from exc
         return [task_id for ids in taken for task_id in ids]
+
+    async def raise_fence(self, task_type: str, token: int) -> bool:
+        """Raise the fence of every partition (the token is not a token of the type's own,
+        so it is passed as it is); whether none was above it."""
+        n = await self._n(task_type)
+        if n == 1:
+            return await self.inner.raise_fence(task_type, token)
+        raised = await self._each(task_type, n, lambda part: self.inner.raise_fence(part, token))
+        return all(raised)
 
     async def put_entry(
         self, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int

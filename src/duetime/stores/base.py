@@ -152,7 +152,12 @@ class Store(Protocol):
         ...
 
     async def schedule(
-        self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
+        self,
+        task_type: str,
+        tasks: Sequence[NewTask],
+        *,
+        only_new: bool = False,
+        fence: int | None = None,
     ) -> list[str]:
         """Write tasks: add new ids, move and update existing ones.
 
@@ -169,7 +174,28 @@ class Store(Protocol):
         stall counts cleared). A run of the same id in progress keeps its lease, and its
         outcome will not overwrite the new occurrence. Wakes workers when a task becomes
         the earliest of its type.
+
+        With ``fence`` (the token of a claim the write is made under: a poller's call), the
+        write is made only while the type's fence (see :meth:`raise_fence`) is not above
+        it, checked atomically with the write (of each part, for a batch in parts).
+
+        Raises:
+            LeaseLost: the type's fence is above ``fence``: a later claim began writing
+                to the type. Nothing (of that part) was written.
         """
+
+    async def raise_fence(self, task_type: str, token: int) -> bool:
+        """Raise the type's fence to ``token`` unless it is above it already, atomically;
+        returns whether it was not above (the fence is ``token`` now).
+
+        The fence is a number kept with the type (0 at first, never lowered) that writes
+        made under a claim of another type carry (``schedule(fence=...)``). A poller's call
+        raises its handler type's fence to its claim's token before it reads anything, so
+        once a later claim of the call began, every write of an earlier one is refused,
+        even where the two types live apart (Redis Cluster). Tokens must come from one type
+        (they increase per type).
+        """
+        ...
 
     async def cancel(self, task_type: str, task_id: str) -> bool:
         """Remove a task atomically, whatever its state. Returns whether it existed.

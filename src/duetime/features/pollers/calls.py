@@ -19,7 +19,7 @@ from duetime.features.pollers.poller import (
     default_delay,
     default_limit,
 )
-from duetime.features.pollers.registry import Pollers, poller_type
+from duetime.features.pollers.registry import POLLER_LEASE, Pollers, poller_type
 from duetime.model import DEFAULT_TIMEOUT
 from duetime.registry import AppSide
 from duetime.tasktype import Handler, TaskType, call_mode
@@ -49,6 +49,7 @@ class PollerCalls:
         calculate_limit: Limit = default_limit,
         active: Active | None = None,
         timeout: timedelta | float | None = DEFAULT_TIMEOUT,
+        lease: timedelta | float = POLLER_LEASE,
     ) -> Callable[[Scheduler], Poller]:
         """Register the decorated function as the scheduler of the poller ``name``
         (Planton's task): called with a :class:`~duetime.PollContext` by one worker at a
@@ -67,6 +68,9 @@ class PollerCalls:
                 instructions run elsewhere; by default the pending and running tasks of
                 the handler's type (none without a handler).
             timeout: how long one call of the scheduler may take.
+            lease: how long a worker that stopped answering (killed, frozen, cut off)
+                holds the poller's call before another worker takes it over; renewed while
+                the call runs. 10 s by default.
 
         Raises:
             DuplicateTaskNameError: ``name`` is taken by a task type or another poller.
@@ -75,7 +79,8 @@ class PollerCalls:
         """
         check_name("name", name)
         seconds = None if timeout is None else duration_ms("timeout", timeout) / 1000
-        settings = PollerSettings(concurrency, delay, calculate_limit, active, seconds)
+        lease_ms = duration_ms("lease", lease)
+        settings = PollerSettings(concurrency, delay, calculate_limit, active, seconds, lease_ms)
         settings.check(name)
         pollers = self.registry.get(PollerFeature).pollers
         pollers.check_open(name)

@@ -2,8 +2,10 @@
 
 The instruction is the task's id, and only ids not taken are written (``only_new``): an
 instruction already pending, running or in the dead letters is left alone, so the same
-instruction never runs twice at once. A store that fails is tried again for a while, since
-the scheduler may have marked the instructions as taken in its own database already.
+instruction never runs twice at once. The write carries the token of the call's lease, and
+the store refuses it once a later call of the poller began (see :mod:`.lease`). A store
+that fails is tried again for a while, since the scheduler may have marked the
+instructions as taken in its own database already, but only while the call's lease holds.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from duetime.errors import StoreRefused, ValidationError
+from duetime.errors import LeaseLost, StoreRefused, ValidationError
+from duetime.features.pollers.lease import CallLease
 from duetime.record import Record
 from duetime.stores.base import NewTask, Store
 from duetime.validate import check_id, dump_json
@@ -38,11 +41,15 @@ async def dispatch(
     task_type: str,
     instructions: list[str],
     now_ms: Callable[[], Awaitable[int]],
+    lease: CallLease,
 ) -> tuple[list[str], list[Exception]]:
-    """Write ``instructions`` as tasks of ``task_type`` due now; returns the instructions
-    written (or found pending as written), and what was wrong with the others.
+    """Write ``instructions`` as tasks of ``task_type`` due now, under ``lease``; returns
+    the instructions written (or found pending as written), and what was wrong with the
+    others.
 
     Raises:
+        LeaseLost: the store refused the write (a later call began), or the lease was lost
+            while the store failed: nothing was written, and it is not tried again.
         StoreError: the store kept failing (the instructions were not written).
     """
     problems: list[Exception] = []
@@ -59,9 +66,9 @@ async def dispatch(
         due = await now_ms()
         tasks = [instruction_task(i, due) for i in valid]
         try:
-            taken = await store.schedule(task_type, tasks, only_new=True)
+            taken = await store.schedule(task_type, tasks, only_new=True, fence=lease.token)
             break
-        except StoreRefused:
+        except (StoreRefused, LeaseLost):
             raise
         except Exception as exc:
             if tries == DISPATCH_TRIES:
@@ -69,6 +76,9 @@ async def dispatch(
             log.warning("%s: dispatching failed (%s); trying again in %.2f s", task_type, exc, wait)
             await asyncio.sleep(wait)
             wait = min(wait * 2, MAX_WAIT_SECONDS)
+            # Never past the lease: another worker's call may have begun by then.
+            if not await lease.holds():
+                raise lease.lost("taken over, or ran out while the store failed") from exc
     if taken:
         log.info(
             "%s: %d instructions are pending, running or dead already: %s",

@@ -1,11 +1,13 @@
 """A poller: a scheduler called at intervals that returns instructions, and their handler.
 
 ``@app.poller(name, ...)`` returns one. Each call (:meth:`Poller.poll`, run by the worker
-that holds the poller's task, see :mod:`.tick`) reads the active instructions, works out the
-limit, calls the scheduler unless the limit is 0 or less, checks what it returned, turns
-each instruction into a task of the handler's type (its id is the instruction, so one never
-runs twice at once), and says when the next call comes, with what it dispatched and what
-went wrong: the poller's task tells the worker's listeners (``app.events`` among them).
+that holds the poller's task, see :mod:`duetime.triggers.poll`) checks that it still holds
+the call's lease and fences off earlier calls (:mod:`.lease`), reads the active
+instructions, works out the limit, calls the scheduler unless the limit is 0 or less, checks
+what it returned, turns each instruction into a task of the handler's type (its id is the
+instruction, so one never runs twice at once; the write is refused once a later call
+began), and says when the next call comes, with what it dispatched and what went wrong:
+the poller's task tells the worker's listeners (``app.events`` among them).
 """
 
 from __future__ import annotations
@@ -14,17 +16,21 @@ import asyncio
 import inspect
 import logging
 import math
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypeVar, overload
 
+from duetime.clock import epoch_ms
+from duetime.context import Context
 from duetime.errors import (
     InvalidTaskConfigurationError,
+    LeaseLost,
     UnexpectedTaskInstructionsError,
     ValidationError,
 )
 from duetime.features.pollers.dispatch import dispatch
+from duetime.features.pollers.lease import CallLease
 from duetime.record import Record
 from duetime.stores.base import NewTask, Store
 from duetime.tasktype import Handler, TaskType
@@ -44,6 +50,8 @@ MAX_NAME = 64
 MAX_DELAY_MS = 86_400_000
 #: The most active instruction ids read for one call; a poller's concurrency is at most this.
 MAX_ACTIVE = 10_000
+#: The shortest lease of a poller's call (as of any task type's claim).
+MIN_LEASE_MS = 100
 
 Scheduler = Callable[["PollContext"], Any]
 H = TypeVar("H", bound=Handler)
@@ -97,6 +105,7 @@ class PollerSettings:
     calculate_limit: Limit
     active: Active | None
     timeout: float | None
+    lease_ms: int
 
     def check(self, name: str) -> None:
         """Raise InvalidTaskConfigurationError naming a setting that cannot be used."""
@@ -112,6 +121,9 @@ class PollerSettings:
                 raise InvalidTaskConfigurationError(name, setting, "must be callable")
         if self.active is not None and not callable(self.active):
             raise InvalidTaskConfigurationError(name, "active", "must be callable or None")
+        if self.lease_ms < MIN_LEASE_MS:
+            problem = f"must be at least {MIN_LEASE_MS} ms"
+            raise InvalidTaskConfigurationError(name, "lease", problem)
 
 
 async def _answer(value: Any) -> Any:
@@ -187,17 +199,22 @@ class Poller:
 
     # -- one call ---------------------------------------------------------------------
 
-    async def poll(self, payload: dict[str, Any], ctx: object) -> Step:
-        """One call, made by the worker that holds the poller's task: returns the attempt
-        count from now on, the wait before the next call, and what the call dispatched and
-        what went wrong. Never raises: a failure is reported, and the next call comes
-        after the delay."""
+    async def poll(self, payload: dict[str, Any], ctx: Context) -> Step:
+        """One call, made by the worker that holds the poller's task (``ctx`` is its claim):
+        returns the attempt count from now on, the wait before the next call, and what the
+        call dispatched and what went wrong. Never raises: a failure is reported, and the
+        next call comes after the delay."""
         attempt = read_attempt(payload)
+        lease_ms, due_ms = self.settings.lease_ms, epoch_ms(ctx.due)
+        lease = CallLease(
+            self._open, ctx.task_type, ctx.task_id, ctx.token, lease_ms, self._now_ms, due_ms
+        )
         report = _Report()
         self.calls_running += 1
         self.freed = False
         try:
-            produced = await self._call(attempt, report)
+            began = await self._begin(lease, report)
+            produced = await self._call(attempt, lease, report) if began else None
         finally:
             self.calls_running -= 1
         if produced is not None:  # None: not called, every slot is taken
@@ -206,7 +223,21 @@ class Poller:
         log.debug("%s: next call in %d ms (attempt %d)", self.name, delay_ms, attempt)
         return Step(attempt, delay_ms, tuple(report.dispatched), tuple(report.errors))
 
-    async def _call(self, attempt: int, report: _Report) -> bool | None:
+    async def _begin(self, lease: CallLease, report: _Report) -> bool:
+        """Whether the call may be made: its lease holds, and the handler type's fence is
+        raised to its token. A worker that was paused past its lease (its call taken over
+        meanwhile) does not call the scheduler on it."""
+        try:
+            await lease.begin(None if self.handler_type is None else self.name)
+        except LeaseLost as exc:
+            self._failed(report, exc, "not called: the call's lease was lost")
+            return False
+        except Exception as exc:
+            self._failed(report, exc, "not called: the call's lease could not be checked")
+            return False
+        return True
+
+    async def _call(self, attempt: int, lease: CallLease, report: _Report) -> bool | None:
         """Call the scheduler and dispatch what it returns: whether it returned
         instructions, or None when it was not called (the limit is 0 or less)."""
         name, settings = self.name, self.settings
@@ -237,7 +268,7 @@ class Poller:
                 len(instructions),
                 limit,
             )
-        await self._dispatch(instructions, report)
+        await self._dispatch(instructions, lease, report)
         return True
 
     async def _active(self) -> list[str]:
@@ -263,18 +294,27 @@ class Poller:
             raise UnexpectedTaskInstructionsError(self.name, found)
         return list(found)
 
-    async def _dispatch(self, instructions: list[str], report: _Report) -> None:
+    async def _dispatch(self, instructions: list[str], lease: CallLease, report: _Report) -> None:
         dispatched = instructions
-        if self.handler_type is not None:
-            try:
+        problems: Sequence[Exception] = ()
+        try:
+            if self.handler_type is not None:
                 store = await self._open()
-                dispatched, problems = await dispatch(store, self.name, instructions, self._now_ms)
-            except Exception as exc:
-                log.error("%s: instructions lost, the store failed: %s", self.name, instructions)
-                self._failed(report, exc, "dispatching failed")
-                return
-            for problem in problems:
-                self._failed(report, problem, "an instruction was not dispatched")
+                dispatched, problems = await dispatch(
+                    store, self.name, instructions, self._now_ms, lease
+                )
+            elif not await lease.holds():  # no write to fence: its events are what it gives
+                raise lease.lost("taken over, or ran out while the store failed")
+        except LeaseLost as exc:
+            log.error("%s: instructions refused (%s): %s", self.name, exc, instructions)
+            self._failed(report, exc, f"{len(instructions)} instructions not dispatched")
+            return
+        except Exception as exc:
+            log.error("%s: instructions lost, the store failed: %s", self.name, instructions)
+            self._failed(report, exc, "dispatching failed")
+            return
+        for problem in problems:
+            self._failed(report, problem, "an instruction was not dispatched")
         report.dispatched += dispatched
 
     async def _delay_ms(self, attempt: int, report: _Report) -> int:

@@ -19,7 +19,8 @@ log = logging.getLogger("duetime.pollers")
 #: (workers that died or hung in its calls): never, in practice. A poller must go on.
 POLLER_MAX_STALLS = 1_000_000
 #: How long a poller's call is held by a worker that stopped answering before another
-#: worker takes it over (its lease; renewed while the call runs).
+#: worker takes it over (its lease; renewed while the call runs), unless the poller sets
+#: its own ``lease``.
 POLLER_LEASE = timedelta(seconds=10)
 
 
@@ -72,7 +73,11 @@ def poller_type(poller: Poller, scheduler: Callable[..., Awaitable[datetime]]) -
     """The task type of ``poller``'s calls: one at a time, never retried (a failed call is
     followed by the next), its handler :meth:`Poller.poll`."""
     policy = TaskPolicy.from_options(
-        concurrency=1, timeout=None, retries=0, lease=POLLER_LEASE, max_stalls=POLLER_MAX_STALLS
+        concurrency=1,
+        timeout=None,
+        retries=0,
+        lease=timedelta(milliseconds=poller.settings.lease_ms),
+        max_stalls=POLLER_MAX_STALLS,
     )
     return TaskType(
         tick_type(poller.name), poller.poll, policy, Pacing(), mode="both", scheduler=scheduler

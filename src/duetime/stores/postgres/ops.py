@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from duetime.errors import StoreRefused
+from duetime.errors import LeaseLost, StoreRefused
 from duetime.stores import wire
 from duetime.stores.base import STATES, NewTask, State, StoredTask
 from duetime.stores.postgres.config import PostgresConfig
@@ -94,13 +94,23 @@ async def schedule(
     task_type: str,
     tasks: Sequence[NewTask],
     only_new: bool,
+    fence: int | None = None,
 ) -> list[str]:
-    """Write tasks (ids distinct); with ``only_new``, the ids another task holds."""
+    """Write tasks (ids distinct); with ``only_new``, the ids another task holds. With
+    ``fence``, raises LeaseLost (nothing written) when the queue's fence is above it."""
     qid = await queues.find_or_add(conn, task_type)
-    if not only_new:
+    if not only_new and fence is None:
         await write(conn, queues, qid, task_type, tasks)
         return []
     async with conn.transaction():
+        if fence is not None:
+            cur = await conn.execute(Q.read_fence, {"qid": qid})
+            row = await cur.fetchone()
+            if row is not None and row[0] > fence:
+                raise LeaseLost(task_type, fence, f"the type's fence is at {row[0]}")
+        if not only_new:
+            await write(conn, queues, qid, task_type, tasks)
+            return []
         written = set(await write(conn, queues, qid, task_type, tasks, only_new=True))
         left = [t for t in tasks if t.id not in written]
         if not left:
@@ -108,6 +118,13 @@ async def schedule(
         cur = await conn.execute(Q.records, {"qid": qid, "ids": [t.id for t in left]})
         held = dict(await cur.fetchall())
     return [t.id for t in left if held.get(t.id) != t.record]
+
+
+async def raise_fence(conn: Conn, queues: Queues, task_type: str, token: int) -> bool:
+    """Raise the queue's fence to ``token`` unless it is above it; whether it was not."""
+    qid = await queues.find_or_add(conn, task_type)
+    cur = await conn.execute(Q.raise_fence, {"qid": qid, "token": token})
+    return await cur.fetchone() is not None
 
 
 async def put_entry(

@@ -22,6 +22,8 @@ class Queries:
     head_due: bytes
     wake: bytes
     schedule: bytes
+    read_fence: bytes
+    raise_fence: bytes
     records: bytes
     cancel: bytes
     get: bytes

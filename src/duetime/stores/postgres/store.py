@@ -109,12 +109,21 @@ class PostgresStore:
     # -- writes -------------------------------------------------------------------------
 
     async def schedule(
-        self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
+        self,
+        task_type: str,
+        tasks: Sequence[NewTask],
+        *,
+        only_new: bool = False,
+        fence: int | None = None,
     ) -> list[str]:
         """Write tasks in one statement; within a batch the last task of an id wins.
 
         With ``only_new``, ids that exist already (due, running or dead) are left alone, and
-        those another task holds are returned (see ``Store.schedule``).
+        those another task holds are returned; with ``fence``, nothing is written when the
+        type's fence is above it (see ``Store.schedule``).
+
+        Raises:
+            LeaseLost: the type's fence is above ``fence``.
         """
         if not tasks:
             return []
@@ -124,8 +133,13 @@ class PostgresStore:
                 raise StoreRefused(f"bad arguments: task {n} has an empty id or record")
         q = self._queues
         return await self._run(
-            "schedule", lambda c: ops.schedule(c, q, task_type, unique, only_new)
+            "schedule", lambda c: ops.schedule(c, q, task_type, unique, only_new, fence)
         )
+
+    async def raise_fence(self, task_type: str, token: int) -> bool:
+        """Raise the type's fence to ``token`` unless it is above it; whether it was not."""
+        q = self._queues
+        return await self._run("raise_fence", lambda c: ops.raise_fence(c, q, task_type, token))
 
     async def cancel(self, task_type: str, task_id: str) -> bool:
         """Remove a task whatever its state; a running one keeps its lease to the end."""

@@ -14,6 +14,10 @@ Redis Cluster slot and one script may touch them all::
                                       e:<id> -> the last error (only for tasks that
                                       stalled or failed)
     duetime:{ns:type}:seq       STRING  the last fencing token given out
+    duetime:{ns:type}:fence     STRING  the type's fence: the highest token (of a claim
+                                      of another type: a poller's call) that began
+                                      writing to the type; writes under a lower are
+                                      refused
 
     duetime:{ns:type}:call:<id> STRING  for 15 s after a claim, its reply; for 60 s after a
                                       schedule of tasks due within a minute, a marker:
@@ -58,6 +62,7 @@ class TypeKeys:
     lease: str
     meta: str
     seq: str
+    fence: str
 
 
 def type_keys(namespace: str, task_type: str) -> TypeKeys:

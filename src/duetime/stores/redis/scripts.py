@@ -2,7 +2,8 @@
 
 Each script opens with a header giving its KEYS, ARGV, reply and error codes. Scripts
 report refusals as a reply ``[code, detail]`` with a negative code, before writing
-anything; :func:`check_reply` turns those into :class:`~duetime.errors.StoreRefused`.
+anything; :func:`check_reply` turns those into :class:`~duetime.errors.StoreRefused`, or,
+for a write under a lease that was lost, :class:`~duetime.errors.LeaseLost`.
 
 Scripts are sent on the hot paths (schedule, claim, settle), so :class:`ScriptRunner` sends
 them with the command packed by hiredis, in C: redis-py packs arguments in Python, which
@@ -28,7 +29,7 @@ from redis.asyncio import Redis
 from redis.asyncio.connection import AbstractConnection
 
 from duetime.backoff import backoff_delay
-from duetime.errors import StoreError, StoreRefused, StoreUnavailable
+from duetime.errors import LeaseLost, StoreError, StoreRefused, StoreUnavailable
 from duetime.stores import wire
 
 _hiredis_pack: Callable[..., Any] | None
@@ -40,6 +41,7 @@ except ImportError:  # pragma: no cover - hiredis comes with redis[hiredis]
 _PREAMBLE = "_preamble.lua"
 NAMES = (
     "schedule",
+    "raise_fence",
     "claim_due",
     "settle",
     "extend_lease",
@@ -59,8 +61,10 @@ NAMES = (
 
 #: The scripts that only read: no WAIT follows them.
 READ_ONLY = frozenset({"inspect_task", "active_ids", "live_workers", "read_counts"})
-#: What each negative code means. -3 carries the server's own error (out of memory, say).
+#: What each negative code means. -3 carries the server's own error (out of memory, say);
+#: -4 (a write under a lost lease: task type, token, fence) is LeaseLost.
 CODES = {-1: "a key holds a value of another type", -2: "bad arguments", -3: "the server refused"}
+FENCED = -4
 #: A call that meets a dropped or refused connection is sent again this many times, after
 #: waits doubling from the first up to the cap: about 3 s of outage in all.
 SEND_TRIES = 8
@@ -97,6 +101,9 @@ def check_reply(reply: Any) -> Any:
             raise StoreRefused(CODES[code], key=detail, code=code)
         if code == -3:
             raise StoreError(f"Redis refused the write: {detail}")
+        if code == FENCED:
+            token, fence = wire.ms(reply[2]), wire.text(reply[3])
+            raise LeaseLost(detail, token, f"the type's fence is at {fence}")
         raise StoreRefused(f"{CODES.get(code, 'unknown refusal')}: {detail}", code=code)
     return reply
 

@@ -26,7 +26,7 @@ from duetime.stores.base import (
 from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
-from duetime.stores.redis.codec import SCHEDULE_CHUNK, settle_args
+from duetime.stores.redis.codec import SCHEDULE_CHUNK, inspected, settle_args
 from duetime.stores.redis.connection import (
     DRIVER_ERRORS,
     RedisConfig,
@@ -38,7 +38,6 @@ from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,
     call_key,
-    parse_lease,
     shard_wake_channel,
     type_keys,
     wake_channel,
@@ -46,7 +45,6 @@ from duetime.stores.redis.keys import (
 from duetime.stores.redis.server import eviction_problems, open_server
 from duetime.stores.redis.telemetry import RedisTelemetry
 from duetime.stores.telemetry import Telemetry
-from duetime.stores.wire import stored_task
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +168,7 @@ class RedisStore(RedisCapabilities):
     def _schedule_keys(self, k: TypeKeys, earliest_ms: int) -> list[str]:
         """The schedule script's keys, with the call's marker key unless every task is due
         beyond MARKER_HORIZON_MS (or the store has not read the server's clock yet)."""
-        keys = [k.due, k.data, k.dead, k.meta]
+        keys = [k.due, k.data, k.dead, k.meta, k.fence]
         clock = self._server_clock
         if not clock.synced or earliest_ms <= clock.now() + MARKER_HORIZON_MS:
             keys.append(call_key(k, call_id()))
@@ -188,21 +186,27 @@ class RedisStore(RedisCapabilities):
             raise store_error(exc, name) from exc
 
     async def schedule(
-        self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
+        self,
+        task_type: str,
+        tasks: Sequence[NewTask],
+        *,
+        only_new: bool = False,
+        fence: int | None = None,
     ) -> list[str]:
         k = self.keys(task_type)
-        mode = "1" if only_new else "0"
+        token = "" if fence is None else fence
+        head = [self._wake(task_type), task_type, "1" if only_new else "0", token]
         if len(tasks) == 1:
             task = tasks[0]
             keys = self._schedule_keys(k, task.due_ms)
-            one = [self._wake(task_type), task_type, mode, task.id, task.due_ms, task.record]
+            one = [*head, task.id, task.due_ms, task.record]
             return [wire.text(t) for t in (await self._run("schedule", keys, one))[1:]]
         # Within one batch the last task of an id wins, as if scheduled one by one.
         unique = list({task.id: task for task in tasks}.values())
         chunks: list[tuple[list[str], list[Any]]] = []
         for start in range(0, len(unique), SCHEDULE_CHUNK):
             chunk = unique[start : start + SCHEDULE_CHUNK]
-            args: list[Any] = [self._wake(task_type), task_type, mode]
+            args: list[Any] = list(head)
             for task in chunk:
                 args += (task.id, task.due_ms, task.record)
             chunks.append((self._schedule_keys(k, min(t.due_ms for t in chunk)), args))
@@ -296,6 +300,9 @@ class RedisStore(RedisCapabilities):
         lost = {wire.text(task_id) for task_id in reply}
         return [claim for claim in claims if claim.id in lost]
 
+    async def raise_fence(self, task_type: str, token: int) -> bool:
+        return bool((await self._run("raise_fence", [self.keys(task_type).fence], [token]))[0])
+
     async def hasten(self, task_type: str, task_id: str, due_ms: int) -> bool | None:
         k = self.keys(task_type)
         args = [task_id, due_ms, self._wake(task_type), task_type]
@@ -307,16 +314,7 @@ class RedisStore(RedisCapabilities):
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:
         k = self.keys(task_type)
         keys = [k.due, k.running, k.dead, k.data, k.lease, k.meta]
-        reply = await self._run("inspect_task", keys, [task_id])
-        due, running, dead, record, lease, stalls, error = (*reply, *[None] * 7)[:7]
-        if due is not None:
-            return stored_task(task_id, "due", due, wire.ms(due), record, stalls, error)
-        if running is not None and lease is not None:
-            claimed_due = parse_lease(wire.text(lease))[1]
-            return stored_task(task_id, "running", running, claimed_due, record, stalls, error)
-        if dead is not None:
-            return stored_task(task_id, "dead", dead, wire.ms(dead), record, stalls, error)
-        return None
+        return inspected(task_id, await self._run("inspect_task", keys, [task_id]))
 
     async def list_tasks(
         self, task_type: str, state: State, limit: int, offset: int = 0

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
-from duetime.errors import StoreRefused
+from duetime.errors import LeaseLost, StoreRefused
 from duetime.stores import wire
 from duetime.stores.base import STATES, Claim, NewTask, State, StoredTask
 from duetime.stores.sqlite.queries import Q, repeat_row
@@ -84,11 +84,17 @@ def schedule(
     task_type: str,
     tasks: Sequence[NewTask],
     only_new: bool,
+    fence: int | None = None,
 ) -> tuple[list[Wake], list[str]]:
     """Write tasks (ids distinct, checked by the caller); see ``schedule.sql``, and
     ``_SCHEDULE_NEW`` for ``only_new``. Returns the wake-ups, and with ``only_new`` the
-    ids another task holds (see ``Store.schedule``)."""
+    ids another task holds (see ``Store.schedule``). With ``fence``, raises LeaseLost
+    (before any write) when the queue's fence is above it."""
     qid = queues.find_or_add(conn, task_type)
+    if fence is not None:
+        (held,) = conn.execute(Q.read_fence, (qid,)).fetchone()
+        if held > fence:
+            raise LeaseLost(task_type, fence, f"the type's fence is at {held}")
     head = head_due(conn, qid)
     taken: list[str] = []
     if only_new:
@@ -109,6 +115,12 @@ def schedule(
         conn.executemany(Q.schedule, [_values(qid, (t,)) for t in tasks[full:]])
         earliest = min(t.due_ms for t in tasks)
     return wake_if_earlier(conn, qid, task_type, earliest, head), taken
+
+
+def raise_fence(conn: sqlite3.Connection, queues: Queues, task_type: str, token: int) -> bool:
+    """Raise the queue's fence to ``token`` unless it is above it; whether it was not."""
+    qid = queues.find_or_add(conn, task_type)
+    return bool(conn.execute(Q.raise_fence, (token, qid, token)).rowcount)
 
 
 def _values(qid: int, tasks: Sequence[NewTask]) -> tuple[Any, ...]:

@@ -21,6 +21,8 @@ class Queries:
     wake: str
     read_wakes: str
     schedule: str
+    read_fence: str
+    raise_fence: str
     cancel_idle: str
     cancel_running: str
     revive: str

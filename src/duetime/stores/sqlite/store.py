@@ -165,12 +165,21 @@ class SqliteStore:
     # -- writes -------------------------------------------------------------------------
 
     async def schedule(
-        self, task_type: str, tasks: Sequence[NewTask], *, only_new: bool = False
+        self,
+        task_type: str,
+        tasks: Sequence[NewTask],
+        *,
+        only_new: bool = False,
+        fence: int | None = None,
     ) -> list[str]:
         """Write tasks in one transaction; within a batch the last task of an id wins.
 
         With ``only_new``, ids that exist already (due, running or dead) are left alone, and
-        those another task holds are returned (see ``Store.schedule``).
+        those another task holds are returned; with ``fence``, nothing is written when the
+        type's fence is above it (see ``Store.schedule``).
+
+        Raises:
+            LeaseLost: the type's fence is above ``fence``.
         """
         if not tasks:
             return []
@@ -179,10 +188,14 @@ class SqliteStore:
             if not task.id or not task.record:
                 raise StoreRefused(f"bad arguments: task {n} has an empty id or record")
         wakes, taken = await self._write(
-            "schedule", ops.schedule, self._queues, task_type, unique, only_new
+            "schedule", ops.schedule, self._queues, task_type, unique, only_new, fence
         )
         wake.notify(self._key, self.config.namespace, wakes)
         return taken
+
+    async def raise_fence(self, task_type: str, token: int) -> bool:
+        """Raise the type's fence to ``token`` unless it is above it; whether it was not."""
+        return await self._write("raise_fence", ops.raise_fence, self._queues, task_type, token)
 
     async def cancel(self, task_type: str, task_id: str) -> bool:
         """Remove a task whatever its state; a running one keeps its lease to the end."""

@@ -16,15 +16,21 @@
 -- under its own key, and a call that finds its marker writes nothing. A caller that knows
 -- every task is due much later leaves the marker's key out, and the clock goes unread.
 --
+-- A write made under a claim of another type (a poller's call) carries that claim's token,
+-- and is refused while the type's fence (raise_fence.lua) is above it: a later claim began
+-- writing. A resent call whose marker is there went through before, and is not refused.
+--
 -- KEYS[1] due    ZSET  id -> due time (ms)
 -- KEYS[2] data   HASH  id -> record (JSON)
 -- KEYS[3] dead   ZSET  id -> time of death (ms)
 -- KEYS[4] meta   HASH  s:<id>, e:<id> -> stalls, last error (see the preamble)
--- KEYS[5] call   STRING  this call's marker (optional: without it, no marker)
+-- KEYS[5] fence  STRING  the type's fence (read only when ARGV[4] is a token)
+-- KEYS[6] call   STRING  this call's marker (optional: without it, no marker)
 -- ARGV[1] wake channel
 -- ARGV[2] task type (the first word of a wake message)
 -- ARGV[3] "1" to write only ids that do not exist yet (due, running or dead), else "0"
--- ARGV[4..] triples: id, due ms (integer string), record; ids are distinct
+-- ARGV[4] the token the write is made under, or '' for a write under none
+-- ARGV[5..] triples: id, due ms (integer string), record; ids are distinct
 --
 -- With only_new, an id that exists with the very record given is this task, written by an
 -- earlier send of the call: it counts as done, not as taken.
@@ -32,17 +38,35 @@
 -- Returns {n, id...}: the number of tasks written, then (only_new) the ids left alone
 -- because another task holds them. A resent call already done writes nothing and answers
 -- {0, id...} with the first call's ids left alone.
--- Errors: {-1, key} a key holds another type; {-2, what} bad arguments; {-3, message} the
--- server refused the first write (out of memory). Nothing is written.
+-- Errors: {-1, key} a key holds another type; {-2, what} bad arguments, or a fence that is
+-- not a number; {-3, message} the server refused the first write (out of memory);
+-- {-4, task type, token, fence} the fence is above the token. Nothing is written.
 
-if #ARGV < 6 or (#ARGV - 3) % 3 ~= 0 then
+if #ARGV < 7 or (#ARGV - 4) % 3 ~= 0 then
   return {-2, 'expected id, due, record triples'}
+end
+local token = ARGV[4]
+if token ~= '' then
+  if not string.match(token, '^%d+$') then
+    return {-2, 'the token must be an integer >= 0'}
+  end
+  if wrong_type({KEYS[5], 'string'}) then
+    return {-1, KEYS[5]}
+  end
+  local fence = redis.call('GET', KEYS[5]) or '0'
+  if not string.match(fence, '^%d+$') then
+    return {-2, 'the fence ' .. KEYS[5] .. ' holds something other than a number'}
+  end
+  if tonumber(fence) > tonumber(token)
+      and not (KEYS[6] and redis.call('EXISTS', KEYS[6]) == 1) then
+    return {-4, ARGV[2], token, fence}
+  end
 end
 local only_new = ARGV[3] == '1'
 local existing = {}
 if only_new then
   local ids = {}
-  for i = 4, #ARGV, 3 do
+  for i = 5, #ARGV, 3 do
     ids[#ids + 1] = ARGV[i]
   end
   local found = redis.pcall('HMGET', KEYS[2], unpack(ids))
@@ -55,7 +79,7 @@ if only_new then
 end
 local zadd, hset, ids, taken = {}, {}, {}, {}
 local earliest
-for i = 4, #ARGV, 3 do
+for i = 5, #ARGV, 3 do
   local id, due, record = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local d = tonumber(due)
   if not d or id == '' or record == '' then
@@ -82,18 +106,18 @@ if #ids == 0 then
 end
 
 local MARK_WITHIN_MS, MARK_FOR_MS = 60000, 60000
-local clock = KEYS[5] and redis.call('TIME')
+local clock = KEYS[6] and redis.call('TIME')
 if clock and tonumber(earliest) <= tonumber(clock[1]) * 1000 + MARK_WITHIN_MS then
   local answer = #taken > 0 and cjson.encode(taken) or '1'
-  local marked = redis.pcall('SET', KEYS[5], answer, 'NX', 'PX', MARK_FOR_MS)
+  local marked = redis.pcall('SET', KEYS[6], answer, 'NX', 'PX', MARK_FOR_MS)
   if failed(marked) then
     if string.find(marked.err, 'WRONGTYPE', 1, true) then
-      return {-1, KEYS[5]}
+      return {-1, KEYS[6]}
     end
     return {-3, marked.err}
   end
   if not marked then  -- resent after its reply was lost: done already
-    local first = redis.call('GET', KEYS[5])
+    local first = redis.call('GET', KEYS[6])
     if first and first ~= '1' then
       return {0, unpack(cjson.decode(first))}
     end
