@@ -294,3 +294,46 @@ async def test_a_dead_schedule_retried_by_hand_is_a_schedule_again(app: duetime.
 
     (schedule,) = await app.crons()
     assert (schedule.name, schedule.stored, schedule.paused) == ("everySecond", True, False)
+
+
+@pytest.mark.parametrize("overlap", ["skip", "allow"])
+async def test_a_tick_whose_worker_died_runs_again_then_the_schedule_goes_on(
+    app: duetime.App, overlap: str
+) -> None:
+    runs: list[tuple[str, int]] = []
+
+    @app.task("ticker")
+    async def ticker(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        runs.append((ctx.occurrence, ctx.attempt))
+
+    await app.add_cron("crashy", EVERY_SECOND, task="ticker", overlap=overlap)  # type: ignore[arg-type]
+    (waiting,) = await app.next_runs("crashy", 1)
+    first = round(waiting.timestamp() * 1000)
+    # A worker claims the first tick and dies: its lease, longer than the schedule's
+    # period, holds the schedule for 2.5 s.
+    store = await app.open()
+    claimed = await store.claim(
+        "ticker", now_ms=first, limit=1, lease_ms=2500, max_stalls=3, at_most_once=False
+    )
+    assert [c.id for c in claimed.claims] == ["crashy"]
+
+    async with running(app):
+        await eventually(lambda: len(runs) >= 4, within=10, what="four runs")
+    (info,) = await app.crons()
+    (pending,) = await app.next_runs("crashy", 1)
+    handed_off = [t.task_id for t in await app.list("ticker", "due") if t.task_id != "crashy"]
+
+    # The crashed tick runs first, under its own id: a handler's second attempt with
+    # overlap="skip"; with "allow" the handler never started (the crashed claim was to hand
+    # the tick off), so its first.
+    assert runs[0] == (f"crashy@{first}", 2 if overlap == "skip" else 1)
+    # Every later run is the first attempt of a tick of its own.
+    later = [int(occurrence.split("@")[1]) for occurrence, _ in runs[1:]]
+    assert {attempt for _, attempt in runs[1:]} == {1}
+    assert later == sorted(set(later)) and later[0] > first
+    # Every tick up to the one the schedule waits for ran, or is counted as missed (its
+    # successor came due while the lease held it) or skipped (overlap): none twice, none lost.
+    ticks = (round(pending.timestamp() * 1000) - first) // 1000
+    ran = len(runs) + len(handed_off)
+    assert ran + info.missed_count + info.skipped_count == ticks, (runs, info)
+    assert info.missed_count >= 1  # the tick after the crashed one could not start in time
