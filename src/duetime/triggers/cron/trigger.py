@@ -149,22 +149,13 @@ class CronTrigger:
     async def run(self, job: Job) -> Outcome:
         now = job.now_ms()
         spec, tick = self, job.occurrence_ms
-        again = False
         if job.failures:
-            run = tick  # a retry of a tick that failed: run it again, no planning
+            # A retry of a tick that failed: run it again, no planning. After a crash (the
+            # claim has stalls) it goes on as the tick's re-run would have.
+            run, again = tick, job.claim.stalls > 0
         else:
             plan = _planned(spec, tick, now, job.claim.stalls)
-            if plan.again:
-                log.warning(
-                    "%s/%s: the run of tick %s did not finish (its lease expired); it runs again",
-                    job.task_name,
-                    job.claim.id,
-                    _shown_tick(tick),
-                )
-            if plan.missed_total:
-                _log_missed(job, plan.missed, plan.missed_total)
-                job.missed_ticks(plan.missed[-1] if plan.missed else tick, plan.missed_total)
-                spec = replace(spec, missed_count=spec.missed_count + plan.missed_total)
+            spec = _noted(job, spec, plan, tick)
             if plan.run_ms is None:
                 return job.done(spec.waiting_for(job.payload_json, plan.next_ms))
             run, again = plan.run_ms, plan.again
@@ -177,23 +168,21 @@ class CronTrigger:
             # before the bookkeeping of this one.
             await asyncio.sleep(0)
         nxt, skipped = after_run(spec, run, now, job.now_ms(), again)
-        if skipped:
-            log.warning(
-                "%s/%s: %d ticks came due while the previous run was still running; "
-                "skipped (overlap=skip)",
-                job.task_name,
-                job.claim.id,
-                skipped,
-            )
-            spec = replace(spec, skipped_count=spec.skipped_count + skipped)
-        following = spec.waiting_for(job.payload_json, nxt)
+        counted = replace(spec, skipped_count=spec.skipped_count + skipped) if skipped else spec
+        following = counted.waiting_for(job.payload_json, nxt)
+        # A retry of a tick run again goes on from the tick after it, and so plans the
+        # ticks that came due during this run once more: they count only if it is given up.
+        if error is None or not again:
+            _log_skipped(job, skipped)
         if error is None:
             return job.done(following)
 
         async def follow() -> Next:
+            if again:
+                _log_skipped(job, skipped)
             return following
 
-        return await job.failed(error, run, spec, follow)
+        return await job.failed(error, run, spec if again else counted, follow)
 
 
 def _planned(spec: CronTrigger, tick_ms: int, now_ms: int, stalls: int) -> Plan:
@@ -205,6 +194,23 @@ def _planned(spec: CronTrigger, tick_ms: int, now_ms: int, stalls: int) -> Plan:
         raise SchemaError(f"the cron schedule cannot step from its tick {tick_ms}: {exc}") from None
 
 
+def _noted(job: Job, spec: CronTrigger, plan: Plan, tick_ms: int) -> CronTrigger:
+    """Log what the plan of a claim gives up or runs again; ``spec`` with its missed ticks
+    counted."""
+    if plan.again:
+        log.warning(
+            "%s/%s: the run of tick %s did not finish (its lease expired); it runs again",
+            job.task_name,
+            job.claim.id,
+            _shown_tick(tick_ms),
+        )
+    if not plan.missed_total:
+        return spec
+    _log_missed(job, plan.missed, plan.missed_total)
+    job.missed_ticks(plan.missed[-1] if plan.missed else tick_ms, plan.missed_total)
+    return replace(spec, missed_count=spec.missed_count + plan.missed_total)
+
+
 def _int(doc: dict[str, object], key: str) -> int:
     value = doc.get(key, 0)
     if type(value) is not int or not 0 <= value <= MAX_MS:
@@ -214,6 +220,17 @@ def _int(doc: dict[str, object], key: str) -> int:
 
 def _shown_tick(tick_ms: int) -> str:
     return datetime.fromtimestamp(tick_ms / 1000).astimezone().isoformat()
+
+
+def _log_skipped(job: Job, skipped: int) -> None:
+    if skipped:
+        log.warning(
+            "%s/%s: %d ticks came due while the previous run was still running; "
+            "skipped (overlap=skip)",
+            job.task_name,
+            job.claim.id,
+            skipped,
+        )
 
 
 def _log_missed(job: Job, missed: list[int], total: int) -> None:
