@@ -294,3 +294,81 @@ async def test_a_dead_schedule_retried_by_hand_is_a_schedule_again(app: duetime.
 
     (schedule,) = await app.crons()
     assert (schedule.name, schedule.stored, schedule.paused) == ("everySecond", True, False)
+
+
+async def _crash_the_next_tick(app: duetime.App, name: str, task_type: str) -> int:
+    """A worker claims the schedule's next tick and dies: its lease, longer than the
+    schedule's period, holds the schedule for 2.5 s. Returns the tick."""
+    (waiting,) = await app.next_runs(name, 1)
+    tick = round(waiting.timestamp() * 1000)
+    store = await app.open()
+    claimed = await store.claim(
+        task_type, now_ms=tick, limit=1, lease_ms=2500, max_stalls=3, at_most_once=False
+    )
+    assert [c.id for c in claimed.claims] == [name]
+    return tick
+
+
+async def _unaccounted(app: duetime.App, name: str, task_type: str, first: int, ran: int) -> int:
+    """How many ticks from ``first`` up to the one the schedule waits for neither ran (nor
+    wait to, handed off) nor were counted as missed or skipped: negative if some were
+    counted twice."""
+    (info,) = [c for c in await app.crons() if c.name == name]
+    (pending,) = await app.next_runs(name, 1)
+    handed_off = [t for t in await app.list(task_type, "due") if t.task_id != name]
+    ticks = (round(pending.timestamp() * 1000) - first) // 1000
+    return ticks - ran - len(handed_off) - info.missed_count - info.skipped_count
+
+
+@pytest.mark.parametrize("overlap", ["skip", "allow"])
+async def test_a_tick_whose_worker_died_runs_again_then_the_schedule_goes_on(
+    app: duetime.App, overlap: str
+) -> None:
+    runs: list[tuple[str, int]] = []
+
+    @app.task("ticker")
+    async def ticker(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        runs.append((ctx.occurrence, ctx.attempt))
+
+    await app.add_cron("crashy", EVERY_SECOND, task="ticker", overlap=overlap)  # type: ignore[arg-type]
+    first = await _crash_the_next_tick(app, "crashy", "ticker")
+    async with running(app):
+        await eventually(lambda: len(runs) >= 4, within=10, what="four runs")
+
+    # The crashed tick runs first, under its own id: a handler's second attempt with
+    # overlap="skip"; with "allow" the handler never started (the crashed claim was to hand
+    # the tick off), so its first.
+    assert runs[0] == (f"crashy@{first}", 2 if overlap == "skip" else 1)
+    # Every later run is the first attempt of a tick of its own.
+    later = [int(occurrence.split("@")[1]) for occurrence, _ in runs[1:]]
+    assert {attempt for _, attempt in runs[1:]} == {1}
+    assert later == sorted(set(later)) and later[0] > first
+    # Every tick up to the one the schedule waits for ran, or is counted as missed (its
+    # successor came due while the lease held it) or skipped (overlap): none twice, none lost.
+    assert await _unaccounted(app, "crashy", "ticker", first, len(runs)) == 0, runs
+    (info,) = await app.crons()
+    assert info.missed_count >= 1  # the tick after the crashed one could not start in time
+
+
+async def test_a_crashed_tick_whose_re_run_fails_is_retried_and_no_tick_is_lost(
+    app: duetime.App,
+) -> None:
+    runs: list[tuple[str, int]] = []
+    quick = duetime.Backoff(base=timedelta(milliseconds=50), jitter=0)
+
+    @app.task("ticker", retries=1, backoff=quick)
+    async def ticker(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        runs.append((ctx.occurrence, ctx.attempt))
+        if len(runs) == 1:
+            raise RuntimeError("the re-run failed too")
+
+    await app.add_cron("crashy", EVERY_SECOND, task="ticker")
+    first = await _crash_the_next_tick(app, "crashy", "ticker")
+    async with running(app):
+        await eventually(lambda: len(runs) >= 4, within=10, what="four runs")
+
+    crashed = f"crashy@{first}"
+    assert runs[:2] == [(crashed, 2), (crashed, 3)]  # the crash, the failure, then success
+    assert {attempt for _, attempt in runs[2:]} == {1}
+    assert crashed not in {occurrence for occurrence, _ in runs[2:]}
+    assert await _unaccounted(app, "crashy", "ticker", first, len(runs) - 1) == 0, runs

@@ -26,6 +26,10 @@ A payload ``{"sleep": <seconds>}`` overrides the mode's sleep for that task.
 then ``effect``. ``--key-expired <pattern>@<db>`` adds an ``on_key_expired`` handler, of
 type ``keyExpired``, that writes ``start`` and ``effect`` with the key as the task id.
 
+``--cron <expression>`` makes the type a cron schedule of the same name (``--overlap``
+sets its overlap policy) whose handler is the one above: the ledger's task id is the
+schedule's name and its occurrence ``<name>@<tick ms>``.
+
 ``--durability replicated`` opens the app with ``durability="replicated"`` (every write
 of the worker, claims and settles included, waits for a replica); ``local`` by default.
 """
@@ -68,6 +72,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--expiring", type=float, help="an expiring group with this TTL (s)")
     parser.add_argument("--key-expired", help="an on_key_expired handler: <pattern>@<db>")
     parser.add_argument("--durability", default="local", choices=("local", "replicated"))
+    parser.add_argument("--cron", help="a cron schedule of this expression, not a task type")
+    parser.add_argument("--overlap", default="skip", choices=("skip", "allow"))
     return parser.parse_args(argv)
 
 
@@ -111,8 +117,13 @@ def build(args: argparse.Namespace) -> duetime.App:
             )
             note("effect", ctx)
     else:
+        declare = (
+            app.task(args.task_type, **policy)
+            if args.cron is None
+            else app.cron(args.cron, name=args.task_type, overlap=args.overlap, **policy)
+        )
 
-        @app.task(args.task_type, **policy)
+        @declare
         async def work(payload: dict[str, Any], ctx: duetime.Context) -> None:
             note("start", ctx)
             if mode == "hang":

@@ -238,3 +238,68 @@ def test_ticks_that_came_due_during_a_run_are_skipped() -> None:
 def test_overlap_allow_moves_on_at_once() -> None:
     assert next_for_allow(spec(MINUTELY), T, T + 5) == T + MIN
     assert next_for_allow(spec(MINUTELY, missed="all"), T, T + 3 * MIN) == T + MIN
+
+
+# -- a crashed tick (a claim with stalls) ---------------------------------------------------
+
+EVERY_SECOND = parse_cron("* * * * * *")
+S = 1_000
+
+
+@pytest.mark.parametrize("policy", ["skip", "once", "all"])
+def test_a_crashed_tick_runs_again_however_late(policy: str) -> None:
+    # A tick every second, a 30 s lease: the crashed run's lease held the schedule 31 s.
+    plan = plan_claim(spec(EVERY_SECOND, missed=policy), T, T + 31 * S, stalls=1)
+    assert (plan.run_ms, plan.missed, plan.missed_total, plan.again) == (T, [], 0, True)
+    # A daily tick, crashed and claimed again two days later (every worker was down).
+    plan = plan_claim(spec(missed=policy), T, T + 2 * DAY, stalls=2)
+    assert (plan.run_ms, plan.missed_total, plan.again) == (T, 0, True)
+
+
+def test_without_stalls_the_same_claim_gives_the_crashed_tick_up() -> None:
+    plan = plan_claim(spec(EVERY_SECOND), T, T + 31 * S)
+    assert plan.run_ms == T + 31 * S and T in plan.missed and not plan.again
+
+
+@pytest.mark.parametrize("policy", ["skip", "once", "all"])
+def test_after_a_re_run_the_schedule_goes_on_from_the_tick_after_the_crashed_one(
+    policy: str,
+) -> None:
+    every = spec(EVERY_SECOND, missed=policy)
+    # Run again from T+31 s to T+33.5 s: the ticks since T wait behind it, due at once.
+    assert after_run(every, T, T + 31 * S, T + 33 * S + 500, again=True) == (T + S, 0)
+    # The next claim plans them like any late ticks, under the missed policy.
+    late = plan_claim(every, T + S, T + 33 * S + 600)
+    expected = {
+        "skip": (T + 33 * S, 32),  # the current tick, merely late, runs; the rest missed
+        "once": (T + 33 * S, 32),  # one catch-up, standing for all of them
+        "all": (T + S, 0),  # each in turn, oldest first
+    }[policy]
+    assert (late.run_ms, late.missed_total) == expected
+    assert late.missed == [T + n * S for n in range(1, 1 + late.missed_total)]
+
+
+def test_ticks_that_came_due_during_a_re_run_alone_are_skipped_as_overlaps() -> None:
+    # A tick every minute, a 30 s lease: nothing came due while the lease held, so the re-run
+    # is like any run and the tick that comes due while it runs is skipped (overlap="skip").
+    assert after_run(spec(MINUTELY), T, T + 31 * S, T + 40 * S, again=True) == (T + MIN, 0)
+    assert after_run(spec(MINUTELY), T, T + 31 * S, T + 70 * S, again=True) == (T + 2 * MIN, 1)
+
+
+def test_overlap_allow_hands_off_the_crashed_tick_then_plans_the_ticks_since() -> None:
+    assert next_for_allow(spec(EVERY_SECOND), T, T + 31 * S, again=True) == T + S
+    assert next_for_allow(spec(EVERY_SECOND), T, T + 31 * S) == T + 32 * S
+    assert next_for_allow(spec(MINUTELY), T, T + 31 * S, again=True) == T + MIN
+
+
+def test_the_readme_example_of_a_crash() -> None:
+    # */5 s, a 30 s lease, a 2 s handler killed 1 s into the 12:00:00 run.
+    every_5s = spec(parse_cron("*/5 * * * * *"))
+    rerun_at = T + 30 * S + 200
+    plan = plan_claim(every_5s, T, rerun_at, stalls=1)
+    assert (plan.run_ms, plan.again) == (T, True)
+    waiting, skipped = after_run(every_5s, T, rerun_at, rerun_at + 2 * S, again=True)
+    assert (waiting, skipped) == (T + 5 * S, 0)
+    late = plan_claim(every_5s, waiting, rerun_at + 2 * S + 10)
+    assert late.run_ms == T + 30 * S
+    assert late.missed == [T + n * S for n in (5, 10, 15, 20, 25)]

@@ -24,7 +24,8 @@ class CronInfo:
     Attributes:
         next_run: when the next tick is due (None while paused or not yet in the store).
         stored: False for a schedule declared in code that no worker has written yet.
-        missed_count: ticks missed because every worker was down past them.
+        missed_count: ticks missed because no run could start in time (every worker was
+            down past them, or a crashed run's lease held the schedule).
         skipped_count: ticks skipped because the previous run was still running.
     """
 

@@ -40,12 +40,15 @@ class Plan:
         missed: the ticks given up, oldest first (the first MAX_CATCHUP of them).
         missed_total: how many ticks were given up in all.
         next_ms: with nothing to run, the tick to wait for next.
+        again: the tick runs again because its run crashed (the claim has stalls); the
+            ticks that came due since wait behind it (see :func:`after_run`).
     """
 
     run_ms: int | None
     missed: list[int]
     missed_total: int
     next_ms: int
+    again: bool = False
 
 
 def missed_ticks_ms(tick_ms: int, next_ms: int) -> int:
@@ -57,10 +60,14 @@ def _late(expr: CronExpr, tick_ms: int, now_ms: int) -> bool:
     return now_ms > missed_ticks_ms(tick_ms, expr.next_after(tick_ms))
 
 
-def plan_claim(spec: Policies, tick_ms: int, now_ms: int) -> Plan:
+def plan_claim(spec: Policies, tick_ms: int, now_ms: int, stalls: int = 0) -> Plan:
     """Decide which tick runs when the schedule, waiting for ``tick_ms``, is claimed at ``now_ms``.
 
-    Every tick from ``tick_ms`` up to now is a candidate. A tick is missed when it starts
+    A claim with ``stalls`` finds the tick's run crashed (its worker died and its lease
+    expired): that tick runs again, whatever its lateness (at-least-once), and the ticks
+    that came due since are planned after it (:func:`after_run`).
+
+    Otherwise every tick from ``tick_ms`` up to now is a candidate. A tick is missed when it starts
     more than a minute after its time (or after the next tick, if that is sooner).
     ``skip`` runs the latest tick only if it is not missed; ``once`` runs the latest tick
     as one catch-up for all of them; ``all`` runs every candidate in turn, oldest first, at
@@ -68,6 +75,8 @@ def plan_claim(spec: Policies, tick_ms: int, now_ms: int) -> Plan:
     """
     expr = spec.expr
     following = expr.next_after(tick_ms)
+    if stalls:
+        return Plan(tick_ms, [], 0, following, again=True)
     if now_ms < following and now_ms <= missed_ticks_ms(tick_ms, following):
         return Plan(tick_ms, [], 0, following)  # the common case: on time, nothing missed
     total = 1 + expr.count_between(tick_ms, now_ms)
@@ -89,22 +98,30 @@ def plan_claim(spec: Policies, tick_ms: int, now_ms: int) -> Plan:
     return Plan(run, given_up, missed_total, expr.next_after(max(now_ms, tick_ms)))
 
 
-def after_run(spec: Policies, run_ms: int, started_ms: int, now_ms: int) -> tuple[int, int]:
+def after_run(
+    spec: Policies, run_ms: int, started_ms: int, now_ms: int, again: bool = False
+) -> tuple[int, int]:
     """The next tick to wait for after a run of ``run_ms`` that started at ``started_ms``,
-    and how many ticks came due while it ran and are skipped (overlap="skip")."""
+    and how many ticks came due while it ran and are skipped (overlap="skip").
+
+    After a tick run ``again`` (its first run crashed), the ticks that came due before
+    this run began are late ticks: the schedule waits for the first of them, at once, and
+    the next claim plans them under the missed policy (so do missed="all" catch-ups).
+    """
     expr = spec.expr
     following = expr.next_after(run_ms)
     if now_ms < following:
         return following, 0  # the common case: nothing came due during the run
-    if spec.missed == "all" and following <= started_ms:
-        return following, 0  # a backlog tick, due before this run began: caught up next
+    if (again or spec.missed == "all") and following <= started_ms:
+        return following, 0  # a backlog tick, due before this run began: planned next
     skipped = expr.count_between(max(run_ms, started_ms), now_ms)
     return expr.next_after(max(now_ms, run_ms)), skipped
 
 
-def next_for_allow(spec: Policies, run_ms: int, now_ms: int) -> int:
-    """With overlap="allow", the tick to wait for once ``run_ms`` has been handed off."""
+def next_for_allow(spec: Policies, run_ms: int, now_ms: int, again: bool = False) -> int:
+    """With overlap="allow", the tick to wait for once ``run_ms`` has been handed off (run
+    ``again`` when the claim that was to hand it off crashed)."""
     following = spec.expr.next_after(run_ms)
-    if spec.missed == "all" and following <= now_ms:
+    if (again or spec.missed == "all") and following <= now_ms:
         return following
     return spec.expr.next_after(max(now_ms, run_ms))

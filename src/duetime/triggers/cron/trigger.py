@@ -2,7 +2,8 @@
 
 A cron schedule is a task whose id is the schedule's name and whose record carries this
 trigger under ``"c"``; it is due at its next tick (plus jitter), and its record's occurrence
-is that tick. Claiming it decides which tick runs under the missed-tick policy. With
+is that tick. Claiming it decides which tick runs under the missed-tick policy, or runs
+the tick again when its run crashed (the claim has stalls: its lease expired). With
 overlap "skip" the handler runs under the schedule's own lease; with overlap "allow" the
 tick is handed off as a task of its own, atomically with moving on to the next tick.
 """
@@ -47,7 +48,8 @@ class CronTrigger:
         jitter_ms: each tick is due up to this much after its time, at random (its
             occurrence id keeps the tick's own time).
         catchup_ms: missed ticks older than this are not caught up (None: no limit).
-        missed_count: ticks missed so far (every worker was down past them).
+        missed_count: ticks missed so far (every worker was down past them, or a
+            crashed run's lease held the schedule).
         skipped_count: ticks skipped so far because the previous run was still running.
     """
 
@@ -152,51 +154,65 @@ class CronTrigger:
         now = job.now_ms()
         spec, tick = self, job.occurrence_ms
         if job.failures:
-            run = tick  # a retry of a tick that failed: run it again, no planning
+            # A retry of a tick that failed: run it again, no planning. After a crash (the
+            # claim has stalls) it goes on as the tick's re-run would have.
+            run, again = tick, job.claim.stalls > 0
         else:
-            plan = _planned(spec, tick, now)
-            if plan.missed_total:
-                _log_missed(job, plan.missed, plan.missed_total)
-                job.missed_ticks(plan.missed[-1] if plan.missed else tick, plan.missed_total)
-                spec = replace(spec, missed_count=spec.missed_count + plan.missed_total)
+            plan = _planned(spec, tick, now, job.claim.stalls)
+            spec = _noted(job, spec, plan, tick)
             if plan.run_ms is None:
                 return job.done(spec.waiting_for(job.payload_json, plan.next_ms))
-            run = plan.run_ms
+            run, again = plan.run_ms, plan.again
         if spec.overlap == "allow":
-            following = spec.waiting_for(job.payload_json, next_for_allow(spec, run, now))
+            following = spec.waiting_for(job.payload_json, next_for_allow(spec, run, now, again))
             return job.done(following, hand_off_ms=run)
         error = await job.call(run)
         if error is None:
             # Schedules often tick together: let the other handlers of this tick start
             # before the bookkeeping of this one.
             await asyncio.sleep(0)
-        nxt, skipped = after_run(spec, run, now, job.now_ms())
-        if skipped:
-            log.warning(
-                "%s/%s: %d ticks came due while the previous run was still running; "
-                "skipped (overlap=skip)",
-                job.task_name,
-                job.claim.id,
-                skipped,
-            )
-            spec = replace(spec, skipped_count=spec.skipped_count + skipped)
-        following = spec.waiting_for(job.payload_json, nxt)
+        nxt, skipped = after_run(spec, run, now, job.now_ms(), again)
+        counted = replace(spec, skipped_count=spec.skipped_count + skipped) if skipped else spec
+        following = counted.waiting_for(job.payload_json, nxt)
+        # A retry of a tick run again goes on from the tick after it, and so plans the
+        # ticks that came due during this run once more: they count only if it is given up.
+        if error is None or not again:
+            _log_skipped(job, skipped)
         if error is None:
             return job.done(following)
 
         async def follow() -> Next:
+            if again:
+                _log_skipped(job, skipped)
             return following
 
-        return await job.failed(error, run, spec, follow)
+        return await job.failed(error, run, spec if again else counted, follow)
 
 
-def _planned(spec: CronTrigger, tick_ms: int, now_ms: int) -> Plan:
+def _planned(spec: CronTrigger, tick_ms: int, now_ms: int, stalls: int) -> Plan:
     """plan_claim, for a tick read from the store: one the expression cannot be stepped
     from (at the very edge of the years datetime can hold) is bad data."""
     try:
-        return plan_claim(spec, tick_ms, now_ms)
+        return plan_claim(spec, tick_ms, now_ms, stalls)
     except (OverflowError, ValueError) as exc:
         raise SchemaError(f"the cron schedule cannot step from its tick {tick_ms}: {exc}") from None
+
+
+def _noted(job: Job, spec: CronTrigger, plan: Plan, tick_ms: int) -> CronTrigger:
+    """Log what the plan of a claim gives up or runs again; ``spec`` with its missed ticks
+    counted."""
+    if plan.again:
+        log.warning(
+            "%s/%s: the run of tick %s did not finish (its lease expired); it runs again",
+            job.task_name,
+            job.claim.id,
+            _shown_tick(tick_ms),
+        )
+    if not plan.missed_total:
+        return spec
+    _log_missed(job, plan.missed, plan.missed_total)
+    job.missed_ticks(plan.missed[-1] if plan.missed else tick_ms, plan.missed_total)
+    return replace(spec, missed_count=spec.missed_count + plan.missed_total)
 
 
 def _int(doc: dict[str, object], key: str) -> int:
@@ -206,13 +222,23 @@ def _int(doc: dict[str, object], key: str) -> int:
     return value
 
 
-def _log_missed(job: Job, missed: list[int], total: int) -> None:
-    for tick in missed[:_LOG_MISSED]:
+def _shown_tick(tick_ms: int) -> str:
+    return datetime.fromtimestamp(tick_ms / 1000).astimezone().isoformat()
+
+
+def _log_skipped(job: Job, skipped: int) -> None:
+    if skipped:
         log.warning(
-            "%s/%s: missed tick %s",
+            "%s/%s: %d ticks came due while the previous run was still running; "
+            "skipped (overlap=skip)",
             job.task_name,
             job.claim.id,
-            datetime.fromtimestamp(tick / 1000).astimezone().isoformat(),
+            skipped,
         )
+
+
+def _log_missed(job: Job, missed: list[int], total: int) -> None:
+    for tick in missed[:_LOG_MISSED]:
+        log.warning("%s/%s: missed tick %s", job.task_name, job.claim.id, _shown_tick(tick))
     if total > _LOG_MISSED:
         log.warning("%s/%s: %d ticks missed in all", job.task_name, job.claim.id, total)
