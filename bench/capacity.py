@@ -84,8 +84,8 @@ from worker_proc import serve_until  # noqa: E402
 
 import duetime  # noqa: E402
 from duetime.model import DEFAULT_LEASE, DEFAULT_LOOKAHEAD, DEFAULT_MAX_STALLS  # noqa: E402
+from duetime.partitions.layout import part_name  # noqa: E402
 from duetime.stores.base import Outcome  # noqa: E402
-from duetime.stores.layout import part_name  # noqa: E402
 from duetime.stores.redis.keys import type_keys  # noqa: E402
 
 TYPE = "work"

@@ -5,7 +5,7 @@ to render a scrape.
 
 A task that succeeds gives the listener two events (started, succeeded); one that fails
 and is retried gives three (started, failed, retried). Each is emitted here through the
-worker's own :class:`~duetime.worker.events.Events`, as the executor does, with and without
+worker's own :class:`~duetime.events.Events`, as the executor does, with and without
 the listener, so the difference is the listener's cost per task.
 """
 
@@ -19,9 +19,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from prometheus_client import CollectorRegistry
 
+from duetime.events import Events, Listener, WorkerEvent
 from duetime.metrics import MetricsListener
 from duetime.metrics.store import exposition
-from duetime.worker.events import Events, Listener, WorkerEvent
 
 N = 200_000
 TYPES = [f"type{n}" for n in range(10)]

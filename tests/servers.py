@@ -33,10 +33,21 @@ def redis_binary() -> str:
     return path
 
 
+#: How many ports a server picked by itself tries before it gives up.
+PORT_TRIES = 5
+
+
+class PortTaken(RuntimeError):
+    """Another process answers on the port a server was to start on."""
+
+
 class RedisServer:
     """A redis-server this test session started; it is never the machine's shared one."""
 
     def __init__(self, *args: str, port: int | None = None) -> None:
+        #: Whether the port was picked here: another process may take it between the pick
+        #: and the start (tests run in several processes), and then another is picked.
+        self.picked = port is None
         self.port = port or free_port()
         self.dir = Path(tempfile.mkdtemp(prefix=f"duetime-redis-{self.port}-"))
         self.args = args
@@ -70,6 +81,16 @@ class RedisServer:
         ]
 
     def start(self) -> RedisServer:
+        for _ in range(PORT_TRIES):
+            try:
+                return self._start()
+            except PortTaken:
+                if not self.picked:
+                    raise
+                self.port = free_port()
+        raise RuntimeError(f"no free port for a redis-server in {PORT_TRIES} tries")
+
+    def _start(self) -> RedisServer:
         cmd = self.command()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
@@ -78,6 +99,11 @@ class RedisServer:
             while True:
                 try:
                     client.ping()
+                    # The server that answers must be this one: another process may have
+                    # taken the port between its pick and this start.
+                    if int(client.info("server")["process_id"]) != self.proc.pid:
+                        self.proc.wait(10)
+                        raise PortTaken(self.port)
                     # Loading an AOF: PING answers before the data is there.
                     while client.info("persistence").get("loading"):
                         time.sleep(0.01)

@@ -30,15 +30,15 @@ from duetime.errors import (
     UnknownTaskType,
     ValidationError,
 )
+from duetime.features.cron.manage import CronInfo
+from duetime.features.expiring.group import ExpiringGroup
+from duetime.features.pollers.events import ErrorEvent, PollerEvents, TaskEvent
+from duetime.features.pollers.poller import PollContext, Poller
+from duetime.features.telemetry import MinuteCounts, TypeHistory, WorkerInfo
 from duetime.model import Backoff, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
-from duetime.monitor import MinuteCounts, TypeHistory, WorkerInfo
 from duetime.sync import SyncClient
 from duetime.tasktype import TaskType
-from duetime.triggers.cron.manage import CronInfo
-from duetime.triggers.expiring.group import ExpiringGroup
 from duetime.triggers.periodic import deep_merge
-from duetime.triggers.poller.events import ErrorEvent, PollerEvents, TaskEvent
-from duetime.triggers.poller.poller import PollContext, Poller
 from duetime.version import VERSION
 from duetime.worker import Listener, Worker, WorkerEvent
 

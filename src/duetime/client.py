@@ -1,12 +1,13 @@
-"""The Client: the store behind an app, and the calls on its tasks (schedule, read, cancel)
-and on its cron schedules (add, pause, resume, remove, list)."""
+"""The Client: the store behind an app, its clock, and the calls on tasks (schedule, read,
+cancel, retry)."""
 
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any, Self
+from typing import Any, Self, TypedDict
 
 from duetime.clock import Clock, StoreClock, from_ms, synced_clock
 from duetime.errors import (
@@ -17,29 +18,39 @@ from duetime.errors import (
     UnknownTaskType,
     ValidationError,
 )
+from duetime.features.cron.calls import CronCalls
+from duetime.features.cron.feature import CronFeature
+from duetime.listing import task_info
 from duetime.model import Task, TaskInfo
-from duetime.record import Record, new_task, task_info
-from duetime.stores import open_store, resolve_url
+from duetime.newtask import new_task
+from duetime.partitions.store import open_partitioned
+from duetime.record import Record
+from duetime.registry import Registry
+from duetime.stores import open_store, redact, resolve_url
 from duetime.stores.base import DURABILITIES, STATES, Durability, NewTask, State, Store
-from duetime.stores.partitioned import open_partitioned
 from duetime.tasktype import TaskType, TaskTypes
-from duetime.triggers.cron import manage as cron
-from duetime.triggers.cron.manage import CronInfo
-from duetime.triggers.cron.policy import Missed, Overlap
-from duetime.triggers.expiring.group import ExpiringGroup
-from duetime.triggers.keyspace import KeyRoute
-from duetime.triggers.named import NamedTriggers
-from duetime.triggers.poller.events import PollerEvents
-from duetime.triggers.poller.registry import Pollers
 from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_name, new_task_id, to_ms
 
 #: How many ids :meth:`Client.submit` draws before it gives up (one taken id in 2**71).
 SUBMIT_TRIES = 5
 
 
-class Client:
-    """An app's store and the calls on its tasks and cron schedules; :class:`~duetime.App`
-    adds handlers, pollers and workers. The arguments are :class:`~duetime.App`'s.
+class ClientSettings(TypedDict, total=False):
+    """The settings of a :class:`Client` (and an :class:`~duetime.App`) beside its URL."""
+
+    namespace: str
+    clock: Clock | None
+    max_payload_bytes: int
+    allow_eviction: bool
+    durability: Durability
+    store: Store | None
+
+
+class Client(CronCalls):
+    """A store, its clock, what it may schedule (its registry: declared task types and cron
+    schedules) and the calls on its tasks and cron schedules; :class:`~duetime.App` adds
+    handlers, the features that run them and workers. The arguments are
+    :class:`~duetime.App`'s.
     """
 
     def __init__(
@@ -53,7 +64,6 @@ class Client:
         durability: Durability = "local",
         store: Store | None = None,
     ) -> None:
-        self.url = resolve_url(url)
         if durability not in DURABILITIES:
             raise ValidationError("durability", f"must be one of {', '.join(DURABILITIES)}")
         self.durability: Durability = durability
@@ -62,20 +72,53 @@ class Client:
             raise ValidationError("max_payload_bytes", "must be an integer of 2 or more")
         self.max_payload_bytes = max_payload_bytes
         self.allow_eviction = allow_eviction
+        #: The task types this client may schedule (an App registers them; a bare client
+        #: declares them).
         self.types = TaskTypes(self.schedule)
-        #: Cron schedules by name: those the code declares, and those in the store.
-        self.named_triggers = NamedTriggers(self.open, self.now_ms)
-        #: Where key expiry events go (App.on_key_expired, App.key_timer).
-        self.key_routes: list[KeyRoute] = []
-        #: The pollers (App.poller), and the listeners of their ``task`` and ``error`` events.
-        self.pollers = Pollers()
-        self.events = PollerEvents()
-        self.expiring_groups: dict[str, ExpiringGroup] = {}  # App.expiring, by name
-        self._given_clock = clock
+        #: What the client knows: its task types and features (a bare client has cron
+        #: schedules only; an App adds the rest).
+        self.registry = Registry(self.types)
+        self.registry.add(CronFeature(self))
+        self._given_url = url
         self._given_store = store
-        self._store: Store | None = None
+        self._given_clock = clock
+        self._made: Store | None = None  # the store made from the URL, once asked for
+        self._store: Store | None = None  # open, and spread over partitions
         self._clock: Clock | None = clock
         self._opening: asyncio.Lock | None = None
+
+    # -- the store ------------------------------------------------------------------------
+
+    def store(self) -> Store:
+        """The store object: the one given, or the one the URL names, made (not opened) on
+        first call, when the URL (or ``DUETIME_URL``) is read.
+
+        Raises:
+            ConfigError: the URL names no store duetime has.
+        """
+        if self._given_store is not None:
+            return self._given_store
+        if self._made is None:
+            self._made = open_store(
+                resolve_url(self._given_url),
+                namespace=self.namespace,
+                allow_eviction=self.allow_eviction,
+                durability=self.durability,
+            )
+        return self._made
+
+    @property
+    def url(self) -> str:
+        """The store's URL (the given store's own, or the one given or found)."""
+        return self.store().url
+
+    def store_known(self) -> bool:
+        """Whether the store is settled already: given, or named by a URL given or read."""
+        return self._given_store is not None or self._given_url is not None or bool(self._made)
+
+    def where(self) -> str:
+        """The store's URL with any password hidden, for messages."""
+        return redact(self.url)
 
     def declare(self, *names: str, partitions: int = 1) -> None:
         """Declare task types this process schedules but does not run.
@@ -104,17 +147,17 @@ class Client:
             self._opening = asyncio.Lock()
         async with self._opening:
             if self._store is None:
-                store = self._given_store or open_store(
-                    self.url,
-                    namespace=self.namespace,
-                    allow_eviction=self.allow_eviction,
-                    durability=self.durability,
-                )
+                store = self.store()
+                self._check(store)
                 store = await open_partitioned(store, self.types.partitions_of)
                 if self._given_clock is None:
                     self._clock = await synced_clock(store)
                 self._store = store
         return self._store
+
+    def _check(self, store: Store) -> None:
+        """Refuse a store that lacks what the registered features need."""
+        self.registry.check_store(store, self.where())
 
     async def close(self) -> None:
         """Close the store. The app can be opened again afterwards."""
@@ -284,79 +327,6 @@ class Client:
             raise TaskNotFound(task_type, task_id, "dead")
         return from_ms(due)
 
-    # -- cron schedules -----------------------------------------------------------------
-
-    async def add_cron(
-        self,
-        name: str,
-        expression: str,
-        *,
-        task: str,
-        payload: dict[str, Any] | None = None,
-        tz: str = "UTC",
-        missed: Missed = "skip",
-        overlap: Overlap = "skip",
-        jitter: timedelta | float | None = None,
-        catchup: timedelta | float | None = None,
-    ) -> bool:
-        """Add (or update) the cron schedule ``name``, which runs task type ``task``.
-
-        Args:
-            expression: 5 fields (minute hour day-of-month month day-of-week), 6 with
-                seconds first, or an alias (@yearly, @monthly, @weekly, @daily, @hourly).
-            tz: the IANA time zone the expression is read in.
-            payload: given to each run.
-            missed: what to do with ticks missed while every worker was down: ``skip``
-                them, run ``once`` for all of them, or run ``all`` of them (at most 100).
-                A tick is missed when it starts more than a minute late (or after the
-                next tick, if that comes sooner).
-            overlap: ``skip`` a tick while the previous run is still running, or
-                ``allow`` runs to overlap (each tick is then a task of its own).
-            jitter: delay each tick by up to this much, at random (shorter than the period).
-            catchup: missed ticks older than this are not caught up.
-
-        Returns:
-            False when the store already held the same schedule (nothing was written).
-
-        Raises:
-            ValidationError: a bad field, or ``name`` taken by a schedule of another type.
-        """
-        self.task_type(task)
-        declared = cron.define(
-            name,
-            task,
-            expression,
-            tz=tz,
-            payload=payload,
-            missed=missed,
-            overlap=overlap,
-            jitter=jitter,
-            catchup=catchup,
-            max_payload_bytes=self.max_payload_bytes,
-        )
-        return await self.named_triggers.upsert(declared)
-
-    async def pause_cron(self, name: str) -> None:
-        """Stop firing the schedule ``name`` until :meth:`resume_cron`; a run in progress ends."""
-        await cron.set_paused(self.named_triggers, name, True)
-
-    async def resume_cron(self, name: str) -> None:
-        """Fire a paused schedule again, from its next tick."""
-        await cron.set_paused(self.named_triggers, name, False)
-
-    async def remove_cron(self, name: str) -> bool:
-        """Remove the schedule ``name`` from the store. One declared in code comes back when
-        a worker starts; remove it from the code too."""
-        return await self.named_triggers.remove(name)
-
-    async def next_runs(self, name: str, count: int = 5) -> list[datetime]:
-        """The next ``count`` ticks of the schedule ``name``, in its time zone."""
-        return await cron.next_runs(self.named_triggers, name, count, await self.now_ms())
-
-    async def crons(self) -> list[CronInfo]:
-        """Every cron schedule: those in the store, and those declared in code."""
-        return await cron.infos(self.named_triggers)
-
     # -- reading ------------------------------------------------------------------------
 
     async def get(self, task_type: str, task_id: str) -> TaskInfo | None:
@@ -384,16 +354,13 @@ class Client:
         return await (await self.open()).count(task_type)
 
     def detached(self) -> Self:
-        """A new app, not open, with this one's settings, task types and cron schedules: for
-        another event loop (the blocking client runs one in a thread of its own)."""
-        app = type(self)(
-            self.url,
-            namespace=self.namespace,
-            clock=self._given_clock,
-            max_payload_bytes=self.max_payload_bytes,
-            allow_eviction=self.allow_eviction,
-            durability=self.durability,
-        )
-        app.types = self.types
-        app.named_triggers.declared = self.named_triggers.declared
-        return app
+        """A new client (or app), not open, with this one's settings and registry, on a
+        store object of its own with the same settings: for another event loop (the
+        blocking client runs one in a thread of its own)."""
+        other = copy.copy(self)
+        other._given_store = self.store().copy()
+        other._made = None
+        other._store = None
+        other._clock = self._given_clock
+        other._opening = None
+        return other

@@ -25,6 +25,9 @@ MS = timedelta(milliseconds=1)
 #: The epoch milliseconds a datetime can hold: from the year 1 to the end of the year 9999.
 MIN_MS = -((EPOCH - datetime.min.replace(tzinfo=UTC)) // MS)
 MAX_MS = (datetime.max.replace(tzinfo=UTC) - EPOCH) // MS
+#: When something that waits forever is due (a paused schedule, a type's stored layout):
+#: the last whole second of the year 9999.
+NEVER_MS = 253_402_300_799_000
 
 
 def in_range(ms: int) -> bool:

@@ -201,7 +201,7 @@ class ClientClosed(DuetimeError):
 
 
 class BulkIncomplete(DuetimeError):
-    """A bulk retry or cancel (:mod:`duetime.bulk`) acted on every task it could, and not on
+    """A bulk retry or cancel (:mod:`duetime.admin.bulk`) acted on every task it could, and not on
     those named here (an id a call refuses, such as one written by another program).
 
     Attributes:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 from duetime.backoff import backoff_delay
 from duetime.errors import ValidationError
@@ -63,6 +63,28 @@ class Backoff:
         return int(backoff_delay(retry, base, cap, factor=self.factor, jitter=self.jitter))
 
 
+class PolicyOptions(TypedDict, total=False):
+    """The options of a task type's policy, as ``@app.task`` and its kin take them (see
+    :class:`TaskPolicy`; numbers are seconds)."""
+
+    concurrency: int
+    timeout: timedelta | float | None
+    retries: int | None
+    backoff: Backoff | timedelta | float | None
+    lease: timedelta | float
+    max_stalls: int
+    delivery: Delivery
+
+
+class TaskOptions(PolicyOptions, total=False):
+    """Every option of a task type: its policy's, how often a worker claims its tasks
+    (``pacing``: :class:`Pacing`), and how many partitions its tasks are spread over
+    (``partitions``, 1 to 256; every process must give the same number)."""
+
+    pacing: Pacing | None
+    partitions: int
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TaskPolicy:
     """How a task type's tasks are run.
@@ -107,31 +129,29 @@ class TaskPolicy:
             )
 
     @classmethod
-    def from_options(
-        cls,
-        *,
-        concurrency: int = DEFAULT_CONCURRENCY,
-        timeout: timedelta | float | None = DEFAULT_TIMEOUT,
-        retries: int | None = None,
-        backoff: Backoff | timedelta | float | None = None,
-        lease: timedelta | float = DEFAULT_LEASE,
-        max_stalls: int = DEFAULT_MAX_STALLS,
-        delivery: Delivery = "at_least_once",
-    ) -> TaskPolicy:
-        """The policy of ``@app.task``'s options: numbers are seconds (a number or timedelta
-        as ``backoff`` is the same wait before every retry), and ``retries`` defaults to 3,
-        or 0 with at-most-once delivery."""
-        if retries is None:
-            retries = 0 if delivery == "at_most_once" else DEFAULT_RETRIES
-        return cls(
-            concurrency=concurrency,
-            timeout=as_timedelta("timeout", timeout),
-            retries=retries,
-            backoff=_backoff(backoff),
-            lease=as_timedelta("lease", lease) or DEFAULT_LEASE,
-            max_stalls=max_stalls,
-            delivery=delivery,
-        )
+    def from_options(cls, **options: Unpack[PolicyOptions]) -> TaskPolicy:
+        """The policy of a task type's options (:class:`PolicyOptions`): numbers are
+        seconds, a number or timedelta as ``backoff`` is the same wait before every retry,
+        and ``retries`` defaults to 3, or 0 with at-most-once delivery.
+
+        Raises:
+            ValidationError: an option that is not one, or a bad value (naming it).
+        """
+        given: dict[str, Any] = dict(options)
+        unknown = sorted(set(given) - _POLICY_FIELDS)
+        if unknown:
+            raise ValidationError(unknown[0], "is not an option of a task type")
+        if given.get("retries") is None:
+            given["retries"] = 0 if given.get("delivery") == "at_most_once" else DEFAULT_RETRIES
+        if "timeout" in given:
+            given["timeout"] = as_timedelta("timeout", given["timeout"])
+        given["backoff"] = _backoff(given.get("backoff"))
+        if "lease" in given:
+            given["lease"] = as_timedelta("lease", given["lease"]) or DEFAULT_LEASE
+        return cls(**given)
+
+
+_POLICY_FIELDS = frozenset(f.name for f in fields(TaskPolicy))
 
 
 def _backoff(given: Backoff | timedelta | float | None) -> Backoff:
@@ -214,6 +234,9 @@ class TaskInfo:
         attempts: claims of the current occurrence so far.
         error: the last error, or why it is dead.
         lease_expires: for running tasks, when their lease runs out unless renewed.
+        kind: what kind of task it is: ``once`` (a one-off task), ``periodic`` (an
+            ``every`` series), ``cron`` (a cron schedule), ``expiring`` (an expiring
+            entry) or ``poller`` (a poller's calls).
     """
 
     task_type: str
@@ -226,3 +249,4 @@ class TaskInfo:
     attempts: int
     error: str | None
     lease_expires: datetime | None = None
+    kind: str = "once"

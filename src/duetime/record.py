@@ -17,7 +17,7 @@ occurrence.
 This is also where data read from the store is judged, per task: a record that is not
 UTF-8, not JSON, of the wrong shape or with values out of range (times, periods, attempts)
 raises :class:`~duetime.errors.SchemaError` naming what is wrong, as does a claim whose id
-or due time the store could not read (:func:`check_claim`). The worker sends that task
+or due time the store could not read (:func:`check_claimed`). The worker sends that task
 alone to the dead letters with the reason.
 """
 
@@ -25,17 +25,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
 from typing import Any
 
-from duetime.clock import MAX_MS, from_ms, in_range
-from duetime.errors import SchemaError, ValidationError
-from duetime.model import Task, TaskInfo
-from duetime.stores.base import Claim, NewTask, StoredTask
+from duetime.clock import in_range
+from duetime.errors import SchemaError
+from duetime.stores.base import Claim
 from duetime.triggers.base import Next, Trigger
 from duetime.triggers.kinds import KINDS
-from duetime.triggers.periodic import Periodic
-from duetime.validate import check_id, dump_json, duration_ms, encode_payload, to_ms
+from duetime.validate import dump_json
 
 
 def _not_json(constant: str) -> Any:
@@ -160,7 +157,7 @@ def _parse(text: str) -> Any:
         raise SchemaError(f"record is not valid JSON: {exc}") from None
 
 
-def check_claim(claim: Claim) -> None:
+def check_claimed(claim: Claim) -> None:
     """Check what the store said of a claimed task beside its record.
 
     Raises:
@@ -173,70 +170,3 @@ def check_claim(claim: Claim) -> None:
             raise SchemaError("its id is not UTF-8 text") from None
     if not in_range(claim.due_ms):
         raise SchemaError("its due time is not a time (ms) of the years 1-9999")
-
-
-def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
-    """Check one task (its type is checked by the caller) and build what the store writes.
-
-    ``now_ms`` may be None when the task has ``at``.
-
-    Raises:
-        ValidationError: naming the bad field.
-    """
-    check_id(task.task_id)
-    if task.at is not None and task.delay is not None:
-        raise ValidationError("at", "give either at or delay, not both")
-    if task.at is not None:
-        due = to_ms("at", task.at)
-    else:
-        assert now_ms is not None
-        due = now_ms + (
-            0 if task.delay is None else duration_ms("delay", task.delay, allow_zero=True)
-        )
-    if due > MAX_MS:
-        raise ValidationError("delay", "puts the task past the year 9999")
-    payload = encode_payload(task.payload, max_payload_bytes)
-    every = None if task.every is None else duration_ms("every", task.every)
-    until = None
-    if task.until is not None:
-        if every is None:
-            raise ValidationError("until", "only applies to periodic tasks (with every)")
-        until = to_ms("until", task.until)
-        if until < due:
-            raise ValidationError("until", "is before the first due time")
-    trigger = None if every is None else Periodic(every, until)
-    return NewTask(task.task_id, due, Record(payload, trigger).encode())
-
-
-def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
-    """A stored task as a listing shows it; what cannot be read shows as None, and why."""
-    payload = every = until = None
-    failures = 0
-    problems = [stored.error] if stored.error else []
-    if not in_range(stored.due_ms):
-        problems.append("its due time is not a time (ms) of the years 1-9999")
-    if stored.record is not None:
-        try:
-            record = Record.decode(stored.record)
-        except SchemaError as exc:
-            if not any(str(exc) in problem for problem in problems):
-                problems.append(str(exc))
-        else:
-            payload, failures = record.payload, record.failures
-            series = record.trigger
-            if isinstance(series, Periodic):
-                every = timedelta(milliseconds=series.every_ms)
-                until = None if series.until_ms is None else from_ms(series.until_ms)
-    running = stored.state == "running"
-    return TaskInfo(
-        task_type,
-        stored.id,
-        stored.state,
-        from_ms(stored.due_ms) if in_range(stored.due_ms) else None,
-        payload,
-        every,
-        until,
-        failures + stored.stalls + (1 if running else 0),
-        "; ".join(problems) or None,
-        from_ms(stored.score_ms) if running and in_range(stored.score_ms) else None,
-    )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from duetime.errors import UnknownTaskType, ValidationError
+from duetime.errors import DuplicateTaskNameError, UnknownTaskType, ValidationError
 from duetime.model import Pacing, Reschedule, TaskPolicy
 from duetime.validate import check_name, check_partitions
 
@@ -75,7 +75,7 @@ class TaskType:
     #: Only declared (``app.declare``): scheduled by this process and run by another, so
     #: its name may still be registered.
     declared: bool = False
-    #: How many partitions its tasks are spread over (see :mod:`duetime.stores.partitioned`).
+    #: How many partitions its tasks are spread over (see :mod:`duetime.partitions.store`).
     partitions: int = 1
     #: The app's ``schedule`` call, for :meth:`schedule`.
     scheduler: Callable[..., Awaitable[datetime]] | None = field(default=None, repr=False)
@@ -151,7 +151,30 @@ class TaskTypes(dict[str, TaskType]):
 
     def __init__(self, scheduler: Callable[..., Awaitable[datetime]]) -> None:
         super().__init__()
-        self._scheduler = scheduler
+        #: The app's ``schedule`` call, given to the types it holds (``TaskType.schedule``).
+        self.scheduler = scheduler
+
+    def check_free(self, name: str) -> None:
+        """Raise unless ``name`` may be registered: free, or only declared.
+
+        Raises:
+            DuplicateTaskNameError: a type of that name has a handler (or is an expiring
+                group waiting for one).
+        """
+        existing = self.get(name)
+        if existing is not None and not existing.declared:
+            taken = "an expiring group" if existing.handler is None else repr(existing.handler)
+            raise DuplicateTaskNameError(name, taken)
+
+    def add(self, task_type: TaskType) -> TaskType:
+        """Register ``task_type`` (in place of a declared one of its name); returns it.
+
+        Raises:
+            DuplicateTaskNameError: the name is registered already.
+        """
+        self.check_free(task_type.name)
+        self[task_type.name] = task_type
+        return task_type
 
     def declare(self, names: Iterable[str], partitions: int) -> None:
         """Add the types ``names``, without handlers, unless registered already."""
@@ -166,7 +189,7 @@ class TaskTypes(dict[str, TaskType]):
                     Pacing(),
                     declared=True,
                     partitions=partitions,
-                    scheduler=self._scheduler,
+                    scheduler=self.scheduler,
                 )
 
     def find(self, name: object) -> TaskType:

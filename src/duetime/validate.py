@@ -17,8 +17,9 @@ from typing import Any
 
 from duetime.clock import MAX_MS, MIN_MS, MS, epoch_ms
 from duetime.errors import PayloadError, ValidationError
-from duetime.stores.layout import MAX_PARTITIONS
 
+#: The most partitions a type may have (a claim's token carries its partition below this).
+MAX_PARTITIONS = 256
 #: A task type or namespace: a letter, then letters, digits, ``_``, ``.`` or ``-``. Types
 #: go into key names, so braces, colons and spaces are out.
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_.\-]{0,63}")

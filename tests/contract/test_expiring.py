@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import duetime
-from duetime.triggers.expiring.group import ExpiringGroup
+from duetime.features.expiring.group import ExpiringGroup
 from tests.helpers import eventually, has_state, is_gone, running
 
 TTL = timedelta(milliseconds=300)

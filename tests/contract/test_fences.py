@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import duetime
+from duetime.features.pollers.dispatch import instruction_task
+from duetime.partitions.layout import partition_of
 from duetime.stores.base import Claim, Store
-from duetime.stores.layout import partition_of
-from duetime.triggers.poller.dispatch import instruction_task
 
 EMPTY = {"due": 0, "running": 0, "dead": 0}
 
@@ -88,7 +88,6 @@ async def test_a_call_overtaken_by_a_later_one_calls_nothing_and_dispatches_noth
 ) -> None:
     store = await app.open()
     calls: list[duetime.PollContext] = []
-    errors: list[duetime.ErrorEvent] = []
     later: list[Claim] = []
 
     @app.poller("fenced", concurrency=5, lease=1)
@@ -105,7 +104,6 @@ async def test_a_call_overtaken_by_a_later_one_calls_nothing_and_dispatches_noth
     async def work(instruction: str) -> None:
         pass
 
-    app.events.on("error", errors.append)
     payload: dict[str, Any] = {"attempt": 0}
     # Claimed 70 s ago, and claimed again now (the first lease of 60 s ran out).
     ago = await app.now_ms() - 70_000
@@ -113,19 +111,22 @@ async def test_a_call_overtaken_by_a_later_one_calls_nothing_and_dispatches_noth
     first = await _claim_call(store, ago)
     overtaking = await _claim_call(store, await app.now_ms())
 
-    # A call whose lease was taken over before it began is not made.
-    await find.poll(payload, _context(app, first))
+    # A call whose lease was taken over before it began is not made. (A call tells what
+    # went wrong in its Step; its task tells the worker's listeners, app.events among them.)
+    step = await find.poll(payload, _context(app, first))
     assert calls == []
-    assert [type(e.error) for e in errors] == [duetime.LeaseLost]
+    assert [type(e) for e in step.errors] == [duetime.LeaseLost]
 
     # One overtaken while the scheduler ran: what it found is refused, nothing is written.
-    await find.poll(payload, _context(app, overtaking))
+    step = await find.poll(payload, _context(app, overtaking))
     assert len(calls) == 1 and later
-    assert [type(e.error) for e in errors] == [duetime.LeaseLost] * 2
-    assert errors[1].error.task_type == "fenced"  # type: ignore[attr-defined]
+    assert [type(e) for e in step.errors] == [duetime.LeaseLost]
+    assert step.errors[0].task_type == "fenced"  # type: ignore[attr-defined]
+    assert step.dispatched == ()
     assert await app.counts("fenced") == EMPTY
 
     # The call that holds the lease now dispatches.
-    await find.poll(payload, _context(app, later[0]))
-    assert len(calls) == 2 and len(errors) == 2
+    step = await find.poll(payload, _context(app, later[0]))
+    assert len(calls) == 2 and step.errors == ()
+    assert len(step.dispatched) == 5
     assert (await app.counts("fenced"))["due"] == 5

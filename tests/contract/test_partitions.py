@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import duetime
-from duetime.stores.layout import part_name, partition_of
+from duetime.partitions.layout import part_name, partition_of
 from tests.helpers import count_is, eventually, running
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import duetime
-from duetime.discover import adopt, stored_types
+from duetime.admin.discover import adopt, stored_types
+from duetime.partitions.layout import LAYOUT_TYPE
 from duetime.stores.base import Store
-from duetime.stores.layout import LAYOUT_TYPE
 from tests.helpers import make_dead
 
 

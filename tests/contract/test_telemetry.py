@@ -3,14 +3,14 @@ store. Records lapse by time; counts add up, and an hour later they are gone."""
 
 from __future__ import annotations
 
-from duetime.stores.base import Store
+from duetime.stores.capabilities import HasTelemetry
 from duetime.stores.telemetry import KEEP_MINUTES, MINUTE_MS, minute_of
 
 T0 = minute_of(1_900_000_000_000)
 
 
 async def test_a_record_is_live_until_it_lapses_and_gone_once_its_worker_leaves(
-    store: Store,
+    store: HasTelemetry,
 ) -> None:
     t = store.telemetry
     assert await t.workers(T0) == []
@@ -25,7 +25,7 @@ async def test_a_record_is_live_until_it_lapses_and_gone_once_its_worker_leaves(
     assert await t.workers(T0 + 10_000) == []
 
 
-async def test_counts_add_up_per_minute_type_and_kind(store: Store) -> None:
+async def test_counts_add_up_per_minute_type_and_kind(store: HasTelemetry) -> None:
     t = store.telemetry
     now = T0 + 30_000
     await t.add_counts({(T0, "mail", "fired"): 3, (T0, "mail", "late.5"): 2}, now)
@@ -47,7 +47,7 @@ async def test_counts_add_up_per_minute_type_and_kind(store: Store) -> None:
     assert await t.counts_since(T0 + MINUTE_MS) == {}
 
 
-async def test_counts_older_than_the_hour_kept_are_not_added(store: Store) -> None:
+async def test_counts_older_than_the_hour_kept_are_not_added(store: HasTelemetry) -> None:
     t = store.telemetry
     now = T0
     old = T0 - KEEP_MINUTES * MINUTE_MS

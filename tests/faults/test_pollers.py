@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import duetime
-from duetime.triggers.poller.registry import POLLER_LEASE
+from duetime.features.pollers.registry import POLLER_LEASE
 from tests.faults import fenced_poller
 from tests.helpers import eventually, running
 from tests.integration.test_poller_workers import ITEMS, most_at_once, start_poller_worker

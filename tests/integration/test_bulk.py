@@ -1,4 +1,4 @@
-"""duetime.bulk on Redis and SQLite: thousands of tasks retried or cancelled a page at a
+"""duetime.admin.bulk on Redis and SQLite: thousands of tasks retried or cancelled a page at a
 time, with the listing changing under the run."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 import duetime
-from duetime import bulk
+from duetime.admin import bulk
 from duetime.cli import main
 from duetime.stores.base import Store
 from tests.helpers import file_bad_id, file_occurrence, make_dead

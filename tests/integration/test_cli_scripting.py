@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 
 import duetime
 from duetime.cli import main
+from duetime.stores.capabilities import TELEMETRY, use
 from duetime.stores.telemetry import minute_of
 from tests.helpers import make_dead
 from tests.hostile import raw_for
@@ -260,7 +261,8 @@ async def history_of_a_type_the_app_no_longer_has(url: str, namespace: str) -> N
         await make_dead(app, "oldMail", 2)
         now = await app.now_ms()
         store = await app.open()
-        await store.telemetry.add_counts({(minute_of(now), "oldMail", "fired"): 5}, now)
+        counts = {(minute_of(now), "oldMail", "fired"): 5}
+        await use(store, TELEMETRY).telemetry.add_counts(counts, now)
     finally:
         await app.close()
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import duetime
-from duetime.stores.layout import part_name
+from duetime.partitions.layout import part_name
 from duetime.stores.redis.keys import type_keys
 from tests.helpers import eventually, running
 from tests.servers import RedisCluster

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import duetime
-from duetime.monitor.presence import LAPSE_SECONDS
+from duetime.features.telemetry.presence import LAPSE_SECONDS
 from tests.faults.harness import Workers
 from tests.helpers import eventually, running
 from tests.servers import RedisServer
@@ -48,7 +48,7 @@ async def test_a_running_worker_is_listed_with_what_it_runs_and_gone_when_it_sto
 
             await eventually(listed, within=10, what="the worker listed, running one mail")
             (info,) = await watcher.workers()
-            assert info.id == worker.heartbeat.id
+            assert info.id == worker.id
             assert (info.host, info.pid) == (socket.gethostname(), os.getpid())
             assert info.types == ("mail", "report")
             assert info.namespace == namespace and info.version == duetime.__version__

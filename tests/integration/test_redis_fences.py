@@ -9,10 +9,10 @@ import pytest
 import redis.asyncio as aredis
 
 import duetime
-from duetime.stores.partitioned import PartitionedStore
+from duetime.features.pollers.dispatch import instruction_task
+from duetime.partitions.store import PartitionedStore
 from duetime.stores.redis.keys import call_key, type_keys
 from duetime.stores.redis.store import RedisStore
-from duetime.triggers.poller.dispatch import instruction_task
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import pytest
 import redis.asyncio as aredis
 
 import duetime
+from duetime.partitions.store import PartitionedStore
 from duetime.stores.base import NewTask, Outcome
-from duetime.stores.partitioned import PartitionedStore
 from duetime.stores.redis.connection import RedisConfig
 from duetime.stores.redis.keys import type_keys, wake_channel
 from duetime.stores.redis.server import check_server

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from duetime.events import WorkerEvent
+from duetime.features.telemetry.counting import MinuteCounter
 from duetime.stores import open_store
-from duetime.worker.counting import MinuteCounter
-from duetime.worker.events import WorkerEvent
+from duetime.stores.capabilities import TELEMETRY, use
 
 M = 1_900_000_020_000 - 1_900_000_020_000 % 60_000  # a minute's start
 
@@ -45,7 +46,7 @@ async def test_counts_the_store_refused_are_added_at_the_next_flush(tmp_path: Pa
         counter.started(WorkerEvent("started", "mail", "b", M, 1, lateness_ms=1.0))
         await counter.flush(store, M + 2_000)
         assert counter.counts() == {}
-        assert await store.telemetry.counts_since(M) == {
+        assert await use(store, TELEMETRY).telemetry.counts_since(M) == {
             (M, "mail", "fired"): 2,
             (M, "mail", "late.1"): 2,
         }

@@ -6,8 +6,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from duetime.events import WorkerEvent
 from duetime.metrics import LATENESS_BUCKETS, MetricsListener
-from duetime.worker.events import WorkerEvent
 
 
 def samples(registry: CollectorRegistry) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -57,6 +57,8 @@ class FakeJob:
 
     def missed_ticks(self, latest_ms: int, count: int) -> None: ...
 
+    def tell(self, kind: Any, **fields: Any) -> None: ...
+
 
 def test_a_claim_in_time_runs_its_own_occurrence() -> None:
     series = Periodic(MINUTE)

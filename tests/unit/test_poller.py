@@ -10,9 +10,9 @@ import pytest
 
 import duetime
 from duetime.errors import SchemaError
-from duetime.triggers.poller.events import PollerEvents
-from duetime.triggers.poller.poller import default_delay, default_limit
-from duetime.triggers.poller.tick import read_attempt, tick_payload, tick_type
+from duetime.features.pollers.events import PollerEvents
+from duetime.features.pollers.poller import default_delay, default_limit
+from duetime.triggers.poll import read_attempt, tick_payload, tick_type
 
 
 def test_the_default_delay_is_a_tenth_of_a_second_then_attempt_seconds_up_to_a_minute() -> None:

@@ -8,7 +8,8 @@ import pytest
 
 from duetime.errors import SchemaError
 from duetime.model import Task
-from duetime.record import Record, new_task
+from duetime.newtask import new_task
+from duetime.record import Record
 from duetime.triggers.cron.expression import parse_cron
 from duetime.triggers.cron.trigger import CronTrigger
 from duetime.triggers.periodic import Periodic

@@ -13,7 +13,7 @@ import duetime
 from duetime.clock import MAX_MS, MIN_MS, from_ms
 from duetime.errors import PayloadError, ValidationError
 from duetime.model import Task
-from duetime.record import new_task
+from duetime.newtask import new_task
 from duetime.validate import (
     MAX_ID_BYTES,
     MAX_STORED_ID_BYTES,

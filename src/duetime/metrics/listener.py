@@ -13,7 +13,7 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
-from duetime.worker.events import Listener, WorkerEvent
+from duetime.events import Listener, WorkerEvent
 
 #: Lateness buckets, in seconds (Prometheus' unit): 1 ms to 60 s, about 2.5x apart, so
 #: that p99 can be told apart both for a worker on time to the millisecond and for one

@@ -18,11 +18,14 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry
 
 from duetime.errors import ConfigError, ValidationError
+from duetime.events import Listener
 from duetime.metrics.listener import MetricsListener
 from duetime.metrics.store import StoreGauges, exposition
 
 if TYPE_CHECKING:
     from duetime.client import Client
+    from duetime.clock import Clock
+    from duetime.stores.base import Store
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +36,10 @@ MAX_HEADERS = 100
 PATHS = ("/metrics", "/")
 
 
-class WorkerMetrics:
-    """A worker's metrics: its listener, the store gauges, and the endpoint serving both.
+class WorkerMetrics(Listener):
+    """A worker's metrics: its listener, the store gauges, and the endpoint serving both,
+    open while the worker runs (a listener of the worker's life; ``listener`` counts its
+    events).
 
     Args:
         app: the worker's app.
@@ -62,7 +67,7 @@ class WorkerMetrics:
         self._server: asyncio.Server | None = None
         self._clients: set[asyncio.StreamWriter] = set()
 
-    async def start(self) -> None:
+    async def start(self, store: Store | None = None, clock: Clock | None = None) -> None:
         """Listen for scrapes.
 
         Raises:

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol
 
 from duetime.errors import StoreRefused
-from duetime.stores.telemetry import Telemetry
 
 State = Literal["due", "running", "dead"]
 STATES: tuple[State, ...] = ("due", "running", "dead")
@@ -109,14 +108,22 @@ class StoredTask:
 
 
 class Store(Protocol):
-    """Where tasks live. Each method states what it does atomically.
+    """Where tasks live: what every store does. Each method states what it does atomically.
 
-    Attributes:
-        telemetry: the workers' heartbeats and per-minute counts (for watching, not for
-            running tasks).
+    What only some stores do (key expiry events) or what only some features need (expiring
+    entries, named schedules, telemetry) are capabilities of their own
+    (:mod:`duetime.stores.capabilities`).
     """
 
-    telemetry: Telemetry
+    @property
+    def url(self) -> str:
+        """The store's URL, as given (it may hold a password: see ``stores.redact``)."""
+        ...
+
+    def copy(self) -> Store:
+        """A new store object with this one's settings, not open: for another event loop
+        (a store's connections belong to the loop that opened them)."""
+        ...
 
     async def open(self) -> None:
         """Connect, check the server and prepare what the store needs.
@@ -290,67 +297,6 @@ class Store(Protocol):
         once, running ones first: at most ``limit`` (over 0), read atomically."""
         ...
 
-    async def put_entry(
-        self, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
-    ) -> list[int]:
-        """Write expiring entries (ids distinct): each atomically, in order; returns, per
-        entry, when it expires.
-
-        An entry whose id is live (due after ``now_ms``) gets the record given, and the due
-        time given unless ``keep_ttl`` (it keeps its own). One that expired but no worker
-        claimed yet (due at or before ``now_ms``) is first moved, as it is and still due, to
-        the id ``"<id>@<its due ms>"``, so that its expiry is still handled; the entry is
-        then written new, as is one whose id is free, running or dead (as :meth:`schedule`
-        writes an id: a new occurrence). Wakes workers when an entry becomes the earliest
-        of its type.
-        """
-        ...
-
-    async def remove_entry(self, task_type: str, task_id: str, now_ms: int) -> bool:
-        """Remove the entry ``task_id`` if it is live (due after ``now_ms``), atomically;
-        returns whether it was. An expired entry is left to be handled."""
-        ...
-
-    async def enable_key_events(self) -> list[str]:
-        """Make sure the server publishes the names of keys that expire (for Redis, the
-        ``E`` and ``x`` flags of ``notify-keyspace-events``, added to those set, none
-        removed). Returns what stops it, as messages saying what to set (``[]`` when all is
-        well).
-
-        Raises:
-            ConfigError: the store has no key expiry events (SQLite).
-        """
-        ...
-
-    async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
-        """Call ``on_key`` with the name of every key of database ``db`` that expires, until
-        cancelled; reconnects by itself. At most once: a key that expires while no
-        connection listens leaves no trace.
-
-        Raises:
-            ConfigError: the store has no key expiry events (SQLite).
-        """
-
-    async def schedule_event(
-        self, task_type: str, event: str, task: NewTask, *, window_ms: int
-    ) -> bool:
-        """Write ``task`` unless ``event`` was turned into a task of the type in the last
-        ``window_ms`` (by any process), atomically; returns whether this call wrote it.
-        Every worker hears a key expire: this makes it one task."""
-        ...
-
-    async def add_schedule_name(self, name: str, task_type: str) -> str:
-        """Record that the cron schedule ``name`` lives in ``task_type``, unless the name is
-        taken already; returns the task type the name belongs to, atomically."""
-        ...
-
-    async def remove_schedule_name(self, name: str) -> None:
-        """Forget the cron schedule ``name``. Safe to call twice."""
-
-    async def schedule_names(self) -> dict[str, str]:
-        """Every cron schedule name of the namespace, with the task type it lives in."""
-        ...
-
     async def listen(self, on_wake: WakeCallback) -> None:
         """Call ``on_wake`` whenever a task becomes the earliest of its type, until cancelled.
         A store that wakes per type (Redis Cluster: a shard channel per type) does so for
@@ -363,7 +309,7 @@ class Store(Protocol):
         """
 
 
-def check_claim(limit: int, lease_ms: int, lookahead_ms: int) -> None:
+def check_claim_arguments(limit: int, lease_ms: int, lookahead_ms: int) -> None:
     """Refuse a claim's arguments before anything is read: a negative limit or look-ahead,
     or a lease that is not positive (the stores that check in Python call this; the Redis
     store's script checks the same)."""

@@ -1,7 +1,7 @@
 """What workers tell the store about themselves, for people watching from any machine: who
 runs (a heartbeat record per worker that lapses when the worker dies) and what happened in
 the last hour (counts per task type and minute). Each store provides it as its
-``telemetry``; what the records and counts mean is :mod:`duetime.monitor`'s business, the
+``telemetry``; what the records and counts mean is :mod:`duetime.features.telemetry`'s business, the
 store only keeps them, bounded in size and expiring by themselves.
 """
 

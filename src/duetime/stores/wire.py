@@ -13,7 +13,10 @@ exception for a value's sake.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
+
+from duetime.stores.base import State, StoredTask
 
 #: A stored time that could not be read as a number: below every valid time.
 UNREADABLE_MS = -(2**63)
@@ -87,3 +90,38 @@ def count(raw: object) -> int:
     """A stored counter (stalls): 0 when missing or unreadable."""
     value = 0 if raw is None else ms(raw)
     return value if value >= 0 else 0
+
+
+def stored_task(
+    task_id: object,
+    state: State,
+    score: object,
+    due: object,
+    record: object,
+    stalls: object,
+    error: object,
+) -> StoredTask:
+    """A stored task from the values a store read, whatever they hold."""
+    return StoredTask(
+        text(task_id),
+        state,
+        ms(score),
+        ms(due),
+        maybe_text(record),
+        count(stalls),
+        maybe_text(error),
+    )
+
+
+def stored_row(row: Sequence[object]) -> StoredTask | None:
+    """A stored task from a SQL store's row of ``get`` (``id, due, token, claimed due,
+    lease deadline, dead, record, stalls, error``): due if due (even while a run holds a
+    lease), else running, else dead; None when it is none of them."""
+    task_id, due, token, claimed_due, deadline, dead, record, stalls, error = row
+    if due is not None:
+        return stored_task(task_id, "due", due, due, record, stalls, error)
+    if token is not None:
+        return stored_task(task_id, "running", deadline, claimed_due, record, stalls, error)
+    if dead is not None:
+        return stored_task(task_id, "dead", dead, dead, record, stalls, error)
+    return None

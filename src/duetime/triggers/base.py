@@ -16,10 +16,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, NamedTuple, Protocol
 
+from duetime.events import EventKind
 from duetime.stores.base import Claim, Outcome
-
-#: When something paused is due: the end of the year 9999, that is never.
-NEVER_MS = 253_402_300_799_000
 
 
 class Next(NamedTuple):
@@ -45,10 +43,17 @@ Follow = Callable[[], Awaitable[Next | None]]
 
 class Trigger(Protocol):
     """The trigger state a task's record carries. Each kind also defines, as class members,
-    ``KEY`` (the record field that marks it) and ``from_record(doc)`` (its state from the
-    record's fields, raising :class:`~duetime.errors.SchemaError` when they are unusable)."""
+    ``KEY`` (the record field that marks it), ``NAME`` (what a listing calls the kind) and
+    ``from_record(doc)`` (its state from the record's fields, raising
+    :class:`~duetime.errors.SchemaError` when they are unusable)."""
 
     KEY: ClassVar[str]
+    NAME: ClassVar[str]
+
+    def shown(self) -> dict[str, Any]:
+        """What a listing shows of its state: fields of :class:`~duetime.TaskInfo`
+        (``every`` and ``until`` of a series), none by default."""
+        ...
 
     def fields(self) -> str:
         """Its state as record fields, each written as ``,"<name>":<JSON>``."""
@@ -145,6 +150,12 @@ class Job(Protocol):
         retried, keeping the occurrence and ``state``; then a task without ``follow`` goes
         to the dead letters, and one with it files the occurrence there under
         ``"<id>@<occurrence ms>"`` and goes on with what ``follow()`` returns."""
+        ...
+
+    def tell(self, kind: EventKind, **fields: Any) -> None:
+        """Tell the worker's listeners of an event of this run (``dispatched`` or
+        ``poll_failed``, say) with ``fields`` of :class:`~duetime.events.WorkerEvent`;
+        nothing is built when no listener handles ``kind``."""
         ...
 
     def missed_ticks(self, latest_ms: int, count: int) -> None:

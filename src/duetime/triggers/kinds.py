@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from duetime.triggers.base import TriggerKind
 from duetime.triggers.cron.trigger import CronTrigger
-from duetime.triggers.expiring.trigger import Expiring
+from duetime.triggers.expiry import Expiring
 from duetime.triggers.periodic import Periodic
-from duetime.triggers.poller.tick import PollTick
+from duetime.triggers.poll import PollTick
 
 KINDS: tuple[TriggerKind, ...] = (Periodic, CronTrigger, Expiring, PollTick)  # type: ignore[assignment]

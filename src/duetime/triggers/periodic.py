@@ -9,9 +9,10 @@ import copy
 import json
 import logging
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, ClassVar
 
-from duetime.clock import MAX_MS, in_range
+from duetime.clock import MAX_MS, from_ms, in_range
 from duetime.errors import SchemaError, ValidationError
 from duetime.model import Reschedule
 from duetime.stores.base import Outcome
@@ -38,6 +39,7 @@ class Periodic:
     """A series: each occurrence is due ``every_ms`` after the previous one's due time."""
 
     KEY: ClassVar[str] = "e"
+    NAME: ClassVar[str] = "periodic"
     every_ms: int
     until_ms: int | None = None
 
@@ -53,6 +55,10 @@ class Periodic:
     def fields(self) -> str:
         until = "" if self.until_ms is None else f',"u":{self.until_ms}'
         return f',"e":{self.every_ms}{until}'
+
+    def shown(self) -> dict[str, Any]:
+        until = None if self.until_ms is None else from_ms(self.until_ms)
+        return {"every": timedelta(milliseconds=self.every_ms), "until": until}
 
     def next_after(self, occurrence_ms: int, now_ms: int) -> Due | None:
         """The next occurrence after ``occurrence_ms``, or None when the series is over.

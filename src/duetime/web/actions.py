@@ -11,8 +11,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from duetime.admin.bulk import cancel_all, retry_all
 from duetime.app import App
-from duetime.bulk import cancel_all, retry_all
 from duetime.errors import BulkIncomplete, DuetimeError, NotFound, TaskNotFound
 from duetime.web import flash
 from duetime.web.data import TypeNames

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from duetime.app import App
-from duetime.discover import (
+from duetime.admin.discover import (
     INVALID_WARNING,
     Found,
     StoreView,
@@ -20,12 +19,13 @@ from duetime.discover import (
     shown,
     split_names,
 )
+from duetime.app import App
 from duetime.errors import NotFound
+from duetime.features.cron.manage import CronInfo
+from duetime.features.telemetry import TypeHistory, WorkerInfo
 from duetime.model import TaskInfo
-from duetime.monitor import TypeHistory, WorkerInfo
 from duetime.stores.base import State
-from duetime.triggers.cron.manage import CronInfo
-from duetime.triggers.poller.tick import tick_type
+from duetime.triggers.poll import tick_type
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class TypeNames:
     list of types kept a few seconds (one per dashboard: nothing is shared between apps).
 
     Nothing is declared on the App: a type it does not know is read through a
-    :class:`~duetime.discover.StoreView`, and only a type the App or the store knows is
+    :class:`~duetime.admin.discover.StoreView`, and only a type the App or the store knows is
     shown, so that no request can make the App accept a type or grow the overview.
     """
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from duetime.worker.events import Listener, WorkerEvent
+from duetime.events import Listener, WorkerEvent
 from duetime.worker.worker import Worker
 
 __all__ = ["Listener", "WorkerEvent", "Worker"]

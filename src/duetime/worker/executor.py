@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any
 from duetime.clock import Clock, from_ms
 from duetime.context import Context
 from duetime.errors import SchemaError, ValidationError
-from duetime.record import Record, check_claim
+from duetime.events import EventKind, Events, WorkerEvent
+from duetime.record import Record, check_claimed
 from duetime.stores.base import Claim, Outcome
 from duetime.tasktype import TaskType
 from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
-from duetime.worker.events import EventKind, Events, WorkerEvent
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -84,7 +84,7 @@ class Executor:
         duetime's own code while it runs the task, logged with its traceback.
         """
         try:
-            check_claim(claim)
+            check_claimed(claim)
         except SchemaError as exc:
             return self._corrupt(task_type.name, claim, "corrupt task", exc)
         try:
@@ -306,6 +306,12 @@ class _Job:
         return outcome.given_up(
             claim, record, occurrence_ms, failures, text, series=series, following=following
         )
+
+    def tell(self, kind: EventKind, **fields: Any) -> None:
+        events = self._executor.events
+        if events.wants(kind):
+            claim = self.claim
+            events.emit(WorkerEvent(kind, self.task_name, claim.id, claim.due_ms, **fields))
 
     def missed_ticks(self, latest_ms: int, count: int) -> None:
         events = self._executor.events

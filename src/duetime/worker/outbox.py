@@ -12,8 +12,8 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from duetime.clock import Clock
+from duetime.events import Events, WorkerEvent
 from duetime.stores.base import Outcome, Store
-from duetime.worker.events import Events, WorkerEvent
 from duetime.worker.failures import log_store_failure, store_backoff
 
 log = logging.getLogger(__name__)

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from duetime.clock import Clock
+from duetime.events import Events, WorkerEvent
 from duetime.stores.base import Claim, Outcome, Store
 from duetime.tasktype import TaskType
 from duetime.validate import duration_ms
-from duetime.worker.events import Events, WorkerEvent
 from duetime.worker.executor import Executor
 from duetime.worker.failures import log_store_failure, store_backoff
 from duetime.worker.outbox import Outbox
@@ -43,7 +43,7 @@ class TypeRunner:
     """
 
     task_type: TaskType
-    events: Events
+    events: Events = field(init=False)
     clock: Clock = field(init=False)
     executor: Executor = field(init=False)
     outbox: Outbox = field(init=False)
@@ -62,8 +62,8 @@ class TypeRunner:
         self.lease_ms = duration_ms("lease", policy.lease)
         self.timeout = None if policy.timeout is None else policy.timeout.total_seconds()
 
-    def attach(self, clock: Clock, executor: Executor, outbox: Outbox) -> None:
-        self.clock, self.executor, self.outbox = clock, executor, outbox
+    def attach(self, clock: Clock, events: Events, executor: Executor, outbox: Outbox) -> None:
+        self.clock, self.events, self.executor, self.outbox = clock, events, executor, outbox
 
     @property
     def name(self) -> str:

@@ -10,28 +10,29 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
+import secrets
+import socket
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from duetime.clock import RESAMPLE_SECONDS, Clock, StoreClock
-from duetime.errors import ConfigError, UnknownTaskType, ValidationError
+from duetime.errors import UnknownTaskType, ValidationError
+from duetime.events import Events, Listener
+from duetime.features.base import WorkerRun
 from duetime.stores.base import Store
-from duetime.triggers.keyspace import KeyEvents
-from duetime.version import VERSION
-from duetime.worker.counting import MinuteCounter
-from duetime.worker.events import Events, Listener
 from duetime.worker.executor import Executor
 from duetime.worker.failures import log_store_failure
-from duetime.worker.heartbeat import Heartbeat
 from duetime.worker.leases import renew_loop
 from duetime.worker.outbox import Outbox
-from duetime.worker.pollers import Hastener
 from duetime.worker.runner import TypeRunner
 
 if TYPE_CHECKING:
     from duetime.client import Client
     from duetime.metrics import WorkerMetrics
+    from duetime.registry import Registry
+    from duetime.tasktype import TaskType
 
 log = logging.getLogger(__name__)
 
@@ -40,70 +41,94 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_SECONDS = 30.0
 #: How often a running worker samples the store's clock and reads its settings again.
 UPKEEP_SECONDS = RESAMPLE_SECONDS
-#: The interface a worker serves its metrics on unless told: this machine only.
-DEFAULT_METRICS_HOST = "127.0.0.1"
+
+
+class Host(Protocol):
+    """What a worker uses of its app: the registry, the store and its clock, the settings."""
+
+    @property
+    def registry(self) -> Registry: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def max_payload_bytes(self) -> int: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    async def open(self) -> Store: ...
+
+    async def close(self) -> None: ...
+
+    def task_type(self, name: object) -> TaskType: ...
 
 
 class Worker:
     """Runs the handlers of some task types until stopped.
 
     Args:
-        app: the app whose task types and store to use.
+        app: the app whose registry (task types, features, listeners) and store to use.
         types: the task types to run; default every type with a handler.
         grace: seconds running handlers get to finish after :meth:`stop`.
         listeners: :class:`~duetime.Listener` objects told of each claim, run, retry,
-            dead letter and missed tick.
+            dead letter and missed tick (after the app's own, :meth:`App.add_listener`).
         monitored: keep a heartbeat record and per-minute counts in the store, for
-            ``duetime workers``, ``duetime stats`` and the dashboard (:mod:`duetime.monitor`).
-        metrics_port: serve Prometheus metrics on this port (0: a free one) while the
-            worker runs; needs ``duetime[metrics]``. See :attr:`metrics`.
-        metrics_host: the interface to serve them on (default: this machine only).
+            ``duetime workers``, ``duetime stats`` and the dashboard.
 
-    Raises:
-        ConfigError: ``metrics_port`` without prometheus-client installed.
+    Attributes:
+        id: this worker's id, ``host-pid-random``: unique among the live workers.
+        metrics: the worker's Prometheus metrics (see :meth:`App.worker`), or None.
     """
 
     def __init__(
         self,
-        app: Client,
+        app: Host,
         types: Sequence[str] | None = None,
         *,
         grace: float = DEFAULT_GRACE_SECONDS,
         listeners: Iterable[Listener] = (),
         monitored: bool = True,
-        metrics_port: int | None = None,
-        metrics_host: str = DEFAULT_METRICS_HOST,
     ) -> None:
         self.app = app
+        registry = app.registry
         names = (
             list(types)
             if types is not None
-            else [name for name, t in app.types.items() if t.handler is not None]
+            else [name for name, t in registry.types.items() if t.handler is not None]
         )
-        names = app.pollers.expand(names)
+        for feature in registry:
+            names = feature.worker_types(names)
+        names = list(dict.fromkeys(names))
         if not names:
             raise ValidationError("types", "no task type with a handler to run")
-        hastened = [p for p in app.pollers.by_name.values() if p.handler_type and p.name in names]
-        self._hastener = Hastener(hastened, app.open, lambda: app.clock.now_ms())
-        #: This worker's heartbeat record in the store.
-        self.heartbeat = Heartbeat(names, self._state, app.namespace, VERSION)
-        #: This worker's counts per minute (poller errors included), or None.
-        self.counter = MinuteCounter() if monitored else None
-        own: list[Listener] = [self.heartbeat, self.counter] if self.counter else []
-        #: The worker's metrics (its registry, and the port once running), or None.
-        self.metrics = None
-        if metrics_port is not None:
-            self.metrics = _metrics(app, names, metrics_host, metrics_port)
-            own.append(self.metrics.listener)
-        self.events = Events([*listeners, *own, *([self._hastener] if hastened else [])])
+        self.id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.monitored = monitored
+        self._listeners = [*registry.listeners, *listeners]
+        for listener in self._listeners:
+            if not isinstance(listener, Listener):
+                raise TypeError(f"{listener!r} is not a duetime.Listener")
+        self.metrics: WorkerMetrics | None = None
         self._runners: dict[str, TypeRunner] = {}
         for name in names:
             task_type = app.task_type(name)
             if task_type.handler is None:
                 raise ValidationError("types", f"{name!r} is declared without a handler")
-            self._runners[name] = TypeRunner(task_type, self.events)
+            self._runners[name] = TypeRunner(task_type)
         self.grace = grace
         self.started = asyncio.Event()
+
+    @property
+    def types(self) -> list[str]:
+        """The task types this worker runs."""
+        return list(self._runners)
+
+    def add_metrics(self, metrics: WorkerMetrics) -> None:
+        """Serve ``metrics`` while the worker runs and count its events in them (before
+        it runs)."""
+        self.metrics = metrics
+        self._listeners += (metrics, metrics.listener)
 
     # -- control ------------------------------------------------------------------------
 
@@ -140,7 +165,7 @@ class Worker:
         """How many handlers of each type are running now."""
         return {name: r.running for name, r in self._runners.items()}
 
-    def _state(self) -> tuple[dict[str, int], int | None]:
+    def status(self) -> tuple[dict[str, int], int | None]:
         """What the heartbeat tells: handlers running by type, when a claim last brought
         tasks."""
         claims = [r.last_claim_ms for r in self._runners.values() if r.last_claim_ms]
@@ -152,74 +177,79 @@ class Worker:
         """Run until :meth:`stop` is called; then finish or hand back every claimed task."""
         app = self.app
         store = await app.open()
-        await app.named_triggers.write_declared(only=self._runners)
-        pollers = app.pollers.of(self._runners)
-        await app.pollers.write_missing(store, pollers, app.clock.now_ms())
+        clock = app.clock
+        run = WorkerRun(
+            store,
+            clock,
+            tuple(self._runners),
+            app.namespace,
+            self.id,
+            self.status,
+            self.monitored,
+        )
+        listeners = list(self._listeners)
+        for feature in app.registry:
+            listeners += await feature.start(run)
         for warning in store.durability_warnings():
             log.warning("%s", warning)
-        if self.metrics is not None:
-            await self.metrics.start()  # before anything needs closing: a port in use stops here
+        events = Events(listeners)
         runners = list(self._runners.values())
-        sync_slots = sum(
-            r.task_type.policy.concurrency for r in runners if not r.task_type.is_async
-        )
-        pool = None
-        if sync_slots:
-            pool = ThreadPoolExecutor(sync_slots, thread_name_prefix="duetime-handler")
-        clock = app.clock
+        pool = _thread_pool(runners)
         executor = Executor(
             clock=clock,
             max_payload_bytes=app.max_payload_bytes,
             pool=pool,
-            events=self.events,
-            app=app,
+            events=events,
+            app=cast("Client", app),  # handed to handlers in their Context, nothing else
         )
-        outbox = Outbox(clock, self.events)
+        outbox = Outbox(clock, events)
         for runner in runners:
-            runner.attach(clock, executor, outbox)
-        key_routes = [r for r in app.key_routes if r.task_type in self._runners]
-        if key_routes:
-            # Key expiry handlers need Redis to publish expiries: the log says when it will not.
-            await _log_problems(
-                store.enable_key_events, "check that the store publishes key expiries"
-            )
-        log.info("worker started: types %s, namespace %s", ", ".join(self._runners), app.namespace)
-        app.pollers.workers_running += 1
-        if self.counter is not None:
-            app.events.on("error", self.counter.poller_error)
+            runner.attach(clock, events, executor, outbox)
+        started: list[Listener] = []
         try:
-            async with asyncio.TaskGroup() as group:
-                helpers = [
-                    group.create_task(store.listen(self._on_wake)),
-                    group.create_task(renew_loop(store, runners, clock)),
-                    group.create_task(outbox.flush_loop(store)),
-                    group.create_task(_upkeep_loop(store, clock)),
-                ]
-                if key_routes:
-                    helpers.append(group.create_task(KeyEvents(key_routes, store, clock).run()))
-                helpers += (
-                    group.create_task(loop)
-                    for listener in self.events.listeners
-                    for loop in listener.loops(store, clock)
-                )
-                loops = [group.create_task(r.claim_loop(store)) for r in runners]
-                self.started.set()
-                await asyncio.gather(*loops)
-                await self._drain()
-                await outbox.final_flush(store)
-                await _cancel_until_done(helpers)
-                for listener in self.events.listeners:
-                    finish = functools.partial(_finished, listener, store, clock)
-                    await _log_problems(finish, "finish the worker's records")
+            for listener in listeners:  # a port in use (metrics) stops here, before claims
+                await listener.start(store, clock)
+                started.append(listener)
+            log.info(
+                "worker started: types %s, namespace %s", ", ".join(self._runners), app.namespace
+            )
+            await self._run(store, clock, runners, outbox, listeners)
         finally:
-            app.pollers.workers_running -= 1
-            if self.counter is not None:
-                app.events.off("error", self.counter.poller_error)
+            for listener in reversed(started):
+                await _log_problems(_closer(listener), "release a listener's resources")
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
-            if self.metrics is not None:
-                await self.metrics.close()
             log.info("worker stopped")
+
+    async def _run(
+        self,
+        store: Store,
+        clock: Clock,
+        runners: list[TypeRunner],
+        outbox: Outbox,
+        listeners: list[Listener],
+    ) -> None:
+        async with asyncio.TaskGroup() as group:
+            helpers = [
+                group.create_task(store.listen(self._on_wake)),
+                group.create_task(renew_loop(store, runners, clock)),
+                group.create_task(outbox.flush_loop(store)),
+                group.create_task(_upkeep_loop(store, clock)),
+            ]
+            helpers += (
+                group.create_task(loop)
+                for listener in listeners
+                for loop in listener.loops(store, clock)
+            )
+            loops = [group.create_task(r.claim_loop(store)) for r in runners]
+            self.started.set()
+            await asyncio.gather(*loops)
+            await self._drain()
+            await outbox.final_flush(store)
+            await _cancel_until_done(helpers)
+            for listener in listeners:
+                finish = functools.partial(_finished, listener, store, clock)
+                await _log_problems(finish, "finish the worker's records")
 
     def _on_wake(self, task_type: str, due_ms: int) -> None:
         if task_type == "*":
@@ -244,12 +274,18 @@ class Worker:
             await asyncio.wait(pending)
 
 
-def _metrics(app: Client, types: list[str], host: str, port: int) -> WorkerMetrics:
-    try:
-        from duetime.metrics import WorkerMetrics
-    except ImportError as exc:  # prometheus-client is not installed
-        raise ConfigError(str(exc)) from None
-    return WorkerMetrics(app, types, host=host, port=port)
+def _thread_pool(runners: list[TypeRunner]) -> ThreadPoolExecutor | None:
+    """The threads of the plain ``def`` handlers, one per slot (None without any)."""
+    slots = sum(r.task_type.policy.concurrency for r in runners if not r.task_type.is_async)
+    return ThreadPoolExecutor(slots, thread_name_prefix="duetime-handler") if slots else None
+
+
+def _closer(listener: Listener) -> Callable[[], Awaitable[list[str]]]:
+    async def close() -> list[str]:
+        await listener.close()
+        return []
+
+    return close
 
 
 async def _log_problems(check: Callable[[], Awaitable[list[str]]], what: str) -> None:

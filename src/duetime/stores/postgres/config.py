@@ -44,6 +44,7 @@ class PostgresConfig:
         pool_size: the most connections the store's pool opens (its LISTEN connection,
             for wake-ups, comes on top).
         shown: the URL with its password hidden, for messages.
+        url: the URL it was parsed from (empty when made by hand).
     """
 
     conninfo: str
@@ -51,6 +52,7 @@ class PostgresConfig:
     namespace: str = "default"
     pool_size: int = DEFAULT_POOL_SIZE
     shown: str = ""
+    url: str = ""
 
     @property
     def channel(self) -> str:
@@ -101,6 +103,7 @@ def parse_postgres_url(url: str, *, namespace: str) -> PostgresConfig:
         namespace=namespace,
         pool_size=_pool_size(ours.get("pool_size")),
         shown=shown,
+        url=url,
     )
 
 

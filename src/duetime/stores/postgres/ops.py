@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from duetime.errors import LeaseLost, StoreRefused
+from duetime.stores import wire
 from duetime.stores.base import STATES, NewTask, State, StoredTask
 from duetime.stores.postgres.config import PostgresConfig
 from duetime.stores.postgres.connection import Conn
@@ -232,14 +233,7 @@ async def get(conn: Conn, queues: Queues, task_type: str, task_id: str) -> Store
     row = await cur.fetchone()
     if row is None:
         return None
-    stored_id, due, token, claimed_due, deadline, dead, record, stalls, error = row
-    if due is not None:
-        return StoredTask(stored_id, "due", due, due, record, stalls, error)
-    if token is not None:
-        return StoredTask(stored_id, "running", deadline, claimed_due, record, stalls, error)
-    if dead is not None:
-        return StoredTask(stored_id, "dead", dead, dead, record, stalls, error)
-    return None
+    return wire.stored_row(row)
 
 
 async def list_tasks(

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from duetime.errors import ConfigError, StoreError, StoreRefused
+from duetime.errors import StoreError, StoreRefused
 from duetime.stores.base import (
     Claim,
     ClaimBatch,
@@ -15,7 +15,7 @@ from duetime.stores.base import (
     State,
     StoredTask,
     WakeCallback,
-    check_claim,
+    check_claim_arguments,
 )
 from duetime.stores.postgres import leases, ops, wake
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
@@ -51,6 +51,13 @@ class PostgresStore:
         self._warnings: list[str] = []
         self._opening = asyncio.Lock()
         self.telemetry: Telemetry = PostgresTelemetry(config.namespace, self._run)
+
+    @property
+    def url(self) -> str:
+        return self.config.url or self.config.conninfo
+
+    def copy(self) -> PostgresStore:
+        return PostgresStore(self.config)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -174,7 +181,7 @@ class PostgresStore:
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
         """
-        check_claim(limit, lease_ms, lookahead_ms)
+        check_claim_arguments(limit, lease_ms, lookahead_ms)
         q = self._queues
         return await self._run(
             "claim",
@@ -225,19 +232,6 @@ class PostgresStore:
         return await self._run(
             "remove_entry", lambda c: ops.remove_entry(c, q, task_type, task_id, now_ms)
         )
-
-    # -- key expiry events: Redis's alone ----------------------------------------------
-
-    async def enable_key_events(self) -> list[str]:
-        raise _no_key_events()
-
-    async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
-        raise _no_key_events()
-
-    async def schedule_event(
-        self, task_type: str, event: str, task: NewTask, *, window_ms: int
-    ) -> bool:
-        raise _no_key_events()
 
     # -- reads --------------------------------------------------------------------------
 
@@ -308,7 +302,3 @@ class PostgresStore:
         if self._db is None:
             raise StoreError("the PostgreSQL store is not open")
         await wake.listen(self.config, on_wake)
-
-
-def _no_key_events() -> ConfigError:
-    return ConfigError("PostgreSQL keys do not expire: key expiry handlers need a Redis store")

@@ -1,12 +1,17 @@
-"""How the Redis store's scripts take their arguments and give back stored tasks."""
+"""How the Redis store's scripts take their arguments."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from duetime.stores import wire
-from duetime.stores.base import Outcome, State, StoredTask
+from duetime.stores.base import Outcome, StoredTask
 from duetime.stores.redis.keys import parse_lease
+from duetime.stores.wire import stored_task
+
+#: Most tasks written by one script call. Lua's unpack() has a limit of about 8,000
+#: values, and a short script keeps the server responsive for other clients.
+SCHEDULE_CHUNK = 1000
 
 
 def settle_args(o: Outcome) -> tuple[Any, ...]:
@@ -27,27 +32,6 @@ def settle_args(o: Outcome) -> tuple[Any, ...]:
     if o.spawn is not None:
         args += ("spawn", o.spawn.id, o.spawn.due_ms, o.spawn.record)
     return args
-
-
-def stored_task(
-    task_id: str,
-    state: State,
-    score: object,
-    due_ms: int,
-    record: object,
-    stalls: object,
-    error: object,
-) -> StoredTask:
-    """A stored task from the fields Redis returned, whatever their bytes."""
-    return StoredTask(
-        task_id,
-        state,
-        wire.ms(score),
-        due_ms,
-        wire.maybe_text(record),
-        wire.count(stalls),
-        wire.maybe_text(error),
-    )
 
 
 def inspected(task_id: str, reply: list[Any]) -> StoredTask | None:

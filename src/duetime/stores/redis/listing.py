@@ -8,8 +8,8 @@ from redis.asyncio import Redis
 
 from duetime.stores import wire
 from duetime.stores.base import STATES, State, StoredTask
-from duetime.stores.redis.codec import stored_task
 from duetime.stores.redis.keys import PREFIX, TypeKeys, parse_lease
+from duetime.stores.wire import stored_task
 
 #: Keys SCAN asks each server to look at per call: fewer round trips than its default 10.
 SCAN_COUNT = 1000

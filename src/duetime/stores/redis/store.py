@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -24,8 +24,9 @@ from duetime.stores.base import (
     WakeCallback,
 )
 from duetime.stores.redis import cluster as cluster_store
-from duetime.stores.redis import keyevents, listing, names, scripts, wake
-from duetime.stores.redis.codec import inspected, settle_args
+from duetime.stores.redis import listing, scripts, wake
+from duetime.stores.redis.capabilities import RedisCapabilities
+from duetime.stores.redis.codec import SCHEDULE_CHUNK, inspected, settle_args
 from duetime.stores.redis.connection import (
     DRIVER_ERRORS,
     RedisConfig,
@@ -37,8 +38,6 @@ from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,
     call_key,
-    event_key,
-    keyevent_channel,
     shard_wake_channel,
     type_keys,
     wake_channel,
@@ -49,9 +48,6 @@ from duetime.stores.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
-#: Most tasks written by one script call. Lua's unpack() has a limit of about 8,000
-#: values, and a short script keeps the server responsive for other clients.
-SCHEDULE_CHUNK = 1000
 #: How long a claim's reply is kept for a resend of the call (the script runner resends
 #: within a few seconds).
 CLAIM_REPLAY_MS = 15_000
@@ -72,8 +68,9 @@ SETTLE_CHUNK = 500
 SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
 
 
-class RedisStore:
-    """A :class:`~duetime.stores.base.Store` on one Redis server."""
+class RedisStore(RedisCapabilities):
+    """A :class:`~duetime.stores.base.Store` on one Redis server (or a Cluster, or behind
+    Sentinel), with every capability (:mod:`.capabilities`)."""
 
     def __init__(self, config: RedisConfig) -> None:
         self.config = config
@@ -92,6 +89,13 @@ class RedisStore:
         # The server's clock as time_ms() last read it (unsynced until then).
         self._server_clock = StoreClock(self.time_ms)
         self.telemetry: Telemetry = RedisTelemetry(config.namespace, self._run)
+
+    @property
+    def url(self) -> str:
+        return self.config.url
+
+    def copy(self) -> RedisStore:
+        return RedisStore(self.config)
 
     # -- connection ---------------------------------------------------------------------
 
@@ -305,48 +309,6 @@ class RedisStore:
         moved = (await self._run("hasten", [k.due, k.lease], args))[0]
         return None if moved == 2 else bool(moved)
 
-    # -- expiring entries -----------------------------------------------------------------
-
-    async def put_entry(
-        self, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
-    ) -> list[int]:
-        k = self.keys(task_type)
-        keys = [k.due, k.data, k.dead, k.meta]
-        dues: list[int] = []
-        for start in range(0, len(entries), SCHEDULE_CHUNK):
-            args: list[Any] = [self._wake(task_type), task_type, now_ms, "1" if keep_ttl else "0"]
-            for entry in entries[start : start + SCHEDULE_CHUNK]:
-                args += (entry.id, entry.due_ms, entry.record)
-            dues += (wire.ms(at) for at in await self._run("put_entry", keys, args))
-        return dues
-
-    async def remove_entry(self, task_type: str, task_id: str, now_ms: int) -> bool:
-        k = self.keys(task_type)
-        reply = await self._run("remove_entry", [k.due, k.data, k.meta], [task_id, now_ms])
-        return bool(reply[0])
-
-    # -- key expiry events ------------------------------------------------------------------
-
-    async def enable_key_events(self) -> list[str]:
-        if self._cluster:
-            return await cluster_store.enable_key_events(cast(Any, self.client))
-        return await keyevents.enable(self.client)
-
-    async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
-        channel, what = keyevent_channel(db), f"key expiry events of db {db}"
-        if self._cluster:
-            return await cluster_store.key_expiries(cast(Any, self.client), channel, on_key, what)
-        on_message = lambda data: on_key(wire.text(data))  # noqa: E731
-        await wake.subscribe(self._pubsub_connect, channel, on_message, what=what)
-
-    async def schedule_event(
-        self, task_type: str, event: str, task: NewTask, *, window_ms: int
-    ) -> bool:
-        k = self.keys(task_type)
-        keys = [event_key(k, event), k.due, k.data, k.dead, k.meta]
-        args = [window_ms, self._wake(task_type), task_type, task.id, task.due_ms, task.record]
-        return bool((await self._run("schedule_event", keys, args))[0])
-
     # -- reads --------------------------------------------------------------------------
 
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:
@@ -371,22 +333,6 @@ class RedisStore:
     async def task_types(self) -> list[str]:
         async with errors("task_types"):
             return await listing.task_types(self.client, self.config.namespace)
-
-    # -- cron schedule names ---------------------------------------------------------------
-
-    async def add_schedule_name(self, name: str, task_type: str) -> str:
-        async with errors("add_schedule_name"):
-            return await names.add(
-                self.client, self.config.namespace, name, task_type, self._replicas
-            )
-
-    async def remove_schedule_name(self, name: str) -> None:
-        async with errors("remove_schedule_name"):
-            await names.remove(self.client, self.config.namespace, name, self._replicas)
-
-    async def schedule_names(self) -> dict[str, str]:
-        async with errors("schedule_names"):
-            return await names.read(self.client, self.config.namespace)
 
     # -- wake-ups -----------------------------------------------------------------------
 

@@ -39,12 +39,14 @@ class SqliteConfig:
             process alone loses nothing).
         busy_timeout_ms: how long a write waits for the lock held by another connection
             before failing with :class:`~duetime.errors.StoreUnavailable`.
+        url: the URL it was parsed from (empty when made by hand).
     """
 
     path: Path
     namespace: str = "default"
     synchronous: Synchronous = DEFAULT_SYNCHRONOUS
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
+    url: str = ""
 
 
 def parse_sqlite_url(url: str, *, namespace: str) -> SqliteConfig:
@@ -94,6 +96,7 @@ def parse_sqlite_url(url: str, *, namespace: str) -> SqliteConfig:
         namespace=namespace,
         synchronous=_synchronous(options.get("synchronous", DEFAULT_SYNCHRONOUS)),
         busy_timeout_ms=_busy_timeout(options.get("busy_timeout_ms")),
+        url=url,
     )
 
 

@@ -262,36 +262,7 @@ def get(
     row = None if qid is None else conn.execute(Q.get, (qid, wire.param(task_id))).fetchone()
     if row is None:
         return None
-    stored_id, due, token, claimed_due, deadline, dead, record, stalls, error = row
-    if due is not None:
-        return _stored(stored_id, "due", due, due, record, stalls, error)
-    if token is not None:
-        return _stored(stored_id, "running", deadline, claimed_due, record, stalls, error)
-    if dead is not None:
-        return _stored(stored_id, "dead", dead, dead, record, stalls, error)
-    return None
-
-
-def _stored(
-    task_id: object,
-    state: State,
-    score: object,
-    due: object,
-    record: object,
-    stalls: object,
-    error: object,
-) -> StoredTask:
-    """A stored task from a row, whatever its columns hold (SQLite keeps any value in any
-    column; see duetime.stores.wire)."""
-    return StoredTask(
-        wire.text(task_id),
-        state,
-        wire.ms(score),
-        wire.ms(due),
-        wire.maybe_text(record),
-        wire.count(stalls),
-        wire.maybe_text(error),
-    )
+    return wire.stored_row(row)
 
 
 def list_tasks(
@@ -307,7 +278,7 @@ def list_tasks(
     if qid is None:
         return []
     rows: list[tuple[Any, ...]] = conn.execute(_LISTS[state], (qid, limit, offset)).fetchall()
-    return [_stored(r[0], state, r[1], r[2], r[3], r[4], r[5]) for r in rows]
+    return [wire.stored_task(r[0], state, r[1], r[2], r[3], r[4], r[5]) for r in rows]
 
 
 def count(conn: sqlite3.Connection, queues: Queues, task_type: str) -> dict[State, int]:

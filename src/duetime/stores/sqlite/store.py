@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from duetime.errors import ConfigError, StoreError, StoreRefused
+from duetime.errors import StoreError, StoreRefused
 from duetime.stores.base import (
     Claim,
     ClaimBatch,
@@ -18,7 +18,7 @@ from duetime.stores.base import (
     State,
     StoredTask,
     WakeCallback,
-    check_claim,
+    check_claim_arguments,
 )
 from duetime.stores.sqlite import leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
@@ -61,6 +61,13 @@ class SqliteStore:
         self._warnings: list[str] = []
         self._opening = asyncio.Lock()
         self.telemetry: Telemetry = SqliteTelemetry(config.namespace, self._write, self._read)
+
+    @property
+    def url(self) -> str:
+        return self.config.url or f"sqlite:///{self.config.path}"
+
+    def copy(self) -> SqliteStore:
+        return SqliteStore(self.config)
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -234,7 +241,7 @@ class SqliteStore:
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
         """
-        check_claim(limit, lease_ms, lookahead_ms)
+        check_claim_arguments(limit, lease_ms, lookahead_ms)
         return await self._write(
             "claim",
             leases.claim,
@@ -288,19 +295,6 @@ class SqliteStore:
         return await self._write(
             "remove_entry", ops.remove_entry, self._queues, task_type, task_id, now_ms
         )
-
-    # -- key expiry events: Redis's alone ----------------------------------------------
-
-    async def enable_key_events(self) -> list[str]:
-        raise _no_key_events()
-
-    async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
-        raise _no_key_events()
-
-    async def schedule_event(
-        self, task_type: str, event: str, task: NewTask, *, window_ms: int
-    ) -> bool:
-        raise _no_key_events()
 
     # -- reads --------------------------------------------------------------------------
 
@@ -362,10 +356,6 @@ class SqliteStore:
         if self._db is None:
             raise StoreError("the SQLite store is not open")
         await wake.poll(self._key, self.config.path, self.config.namespace, on_wake)
-
-
-def _no_key_events() -> ConfigError:
-    return ConfigError("SQLite keys do not expire: key expiry handlers need a Redis store")
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

@@ -17,10 +17,10 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, ClassVar
 
-from duetime.clock import MAX_MS
+from duetime.clock import MAX_MS, NEVER_MS
 from duetime.errors import SchemaError, ValidationError
 from duetime.stores.base import Outcome
-from duetime.triggers.base import NEVER_MS, Job, Next
+from duetime.triggers.base import Job, Next
 from duetime.triggers.cron.expression import CronExpr, parse_cron
 from duetime.triggers.cron.policy import (
     MISSED,
@@ -54,6 +54,7 @@ class CronTrigger:
     """
 
     KEY: ClassVar[str] = "c"
+    NAME: ClassVar[str] = "cron"
     expr: CronExpr
     missed: Missed = "skip"
     overlap: Overlap = "skip"
@@ -134,6 +135,9 @@ class CronTrigger:
 
     def fields(self) -> str:
         return ',"c":' + dump_json(self.to_json())
+
+    def shown(self) -> dict[str, Any]:
+        return {}
 
     def start(self, payload_json: str, now_ms: int) -> Next:
         """The schedule waiting for its first tick after ``now_ms`` (never, while paused)."""

@@ -1,5 +1,5 @@
 -- beat: write a worker's heartbeat record, live until a time, or forget it; and forget the
--- records that lapsed. Records are for people watching (duetime.monitor), not for claims.
+-- records that lapsed. Records are for people watching (duetime.features.telemetry), not for claims.
 --
 -- KEYS[1] workers (HASH worker id -> record), KEYS[2] workers until (ZSET worker id -> ms
 -- the record lapses at)

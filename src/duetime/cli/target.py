@@ -1,0 +1,206 @@
+"""Which App a ``duetime`` command works on: the one a module names (``MODULE:APP``, first
+argument or ``--app``), or a bare one on a store URL (``--url`` or ``DUETIME_URL``), which
+knows the task types from the store; and the running of a command's calls, with its
+errors turned into exit codes."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+from click.core import ParameterSource
+
+from duetime.admin import discover
+from duetime.app import App
+from duetime.cli.output import BadUsage, NotFoundExit
+from duetime.errors import DuetimeError, NotFound, ValidationError
+from duetime.stores import open_store
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def warn_invalid(names: list[str]) -> None:
+    """Say on stderr which names read from the store were skipped as invalid type names."""
+    for name in names:
+        click.echo("warning: " + discover.INVALID_WARNING % name, err=True)
+
+
+def load_app(target: str) -> App:
+    """The App named by ``module:attribute``, imported from the working directory.
+
+    This is the one place duetime imports code by name, and the name comes from the
+    command line, never from stored data.
+    """
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise click.BadParameter(f"{target!r}: expected module:attribute, e.g. myproject.tasks:app")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise click.BadParameter(f"cannot import {module_name!r}: {exc}") from None
+    app = getattr(module, attribute, None)
+    if not isinstance(app, App):
+        raise click.BadParameter(f"{target!r} is not a duetime.App")
+    return app
+
+
+class AppCommand(click.Command):
+    """A command that takes ``MODULE:APP`` as its first argument (the form from before
+    ``--url``) as well as ``--app``: a first argument holding a colon is the app, since a
+    task type or cron name never holds one."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, lift_app(self, args))
+
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        return ["[MODULE:APP]", *super().collect_usage_pieces(ctx)]
+
+
+def lift_app(command: click.Command, args: list[str]) -> list[str]:
+    """``args`` with a first positional argument holding a colon moved to ``--app``."""
+    takes_value = {
+        name
+        for p in command.params
+        if isinstance(p, click.Option) and not p.is_flag and not p.count
+        for name in p.opts
+    }
+    skip = False
+    for n, arg in enumerate(args):
+        if skip:
+            skip = False
+        elif arg == "--":
+            return args
+        elif arg in takes_value:
+            skip = True
+        elif not arg.startswith("-") or arg == "-":
+            if ":" in arg:
+                return [*args[:n], *args[n + 1 :], "--app", arg]
+            return args
+    return args
+
+
+def app_command(name: str | None = None) -> Callable[[Callable[..., None]], click.Command]:
+    """A command on an app or a store URL (``--app``, ``--url``, ``--namespace``), with
+    ``--json``; ``duetime.cli.group`` adds it to the ``duetime`` command."""
+
+    def make(fn: Callable[..., None]) -> click.Command:
+        return click.command(name=name, cls=AppCommand)(target_options(fn))
+
+    return make
+
+
+def target_options(command: F) -> F:
+    """``--app``, ``--url``, ``--namespace`` and ``--json``: where a command works, and how
+    it prints."""
+    for option in reversed(
+        (
+            click.option(
+                "--app",
+                "app_path",
+                envvar="DUETIME_APP",
+                metavar="MODULE:APP",
+                help="The app, imported from the working directory (or the first argument).",
+            ),
+            click.option(
+                "--url",
+                envvar="DUETIME_URL",
+                help="The store, when no app is given: redis://..., sqlite:///path, ...",
+            ),
+            click.option(
+                "--namespace",
+                envvar="DUETIME_NAMESPACE",
+                help="The namespace in the store (with --url)  [default: default]",
+            ),
+            click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+@dataclass(slots=True)
+class Target:
+    """The app a command works on. ``bare``: made from a URL, without the handlers' code."""
+
+    app: App
+    bare: bool
+    as_json: bool
+
+    @classmethod
+    def resolve(
+        cls, app_path: str | None, url: str | None, namespace: str | None, as_json: bool
+    ) -> Target:
+        """The app of the command's options.
+
+        Raises:
+            click.UsageError: both or neither of an app and a URL; click.BadParameter: a bad
+                app, URL or namespace (exit code 2).
+        """
+        ctx = click.get_current_context()
+        given = [
+            f"--{name}"
+            for name in ("url", "namespace")
+            if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+        ]
+        if app_path:
+            if given:
+                raise click.UsageError(f"give MODULE:APP or {' and '.join(given)}, not both")
+            return cls(load_app(app_path), False, as_json)
+        if not url:
+            raise click.UsageError("no store: give MODULE:APP, or --url URL (or set DUETIME_URL)")
+        try:
+            app = App(url, namespace=namespace or "default")
+            open_store(app.url, namespace=app.namespace)  # the URL checked, not connected
+        except DuetimeError as exc:
+            raise click.BadParameter(str(exc), param_hint="--url/--namespace") from None
+        return cls(app, True, as_json)
+
+    @classmethod
+    def from_options(cls, options: dict[str, Any]) -> Target:
+        """The app of a command's target options, taken out of its ``options``."""
+        names = ("app_path", "url", "namespace", "as_json")
+        return cls.resolve(*(options.pop(name) for name in names))
+
+    async def adopt(self, *names: str) -> None:
+        """A bare app learns the types ``names`` from the store; an app from a module knows
+        its own (and refuses others: a typo)."""
+        if self.bare:
+            await discover.adopt(self.app, *names)
+
+    async def all_types(self) -> discover.Found:
+        """The types of ``ls`` without a type, and of ``stats``: an app's own, or for a bare
+        app, those the store holds (adopted), with apart the names in the store that are
+        not valid type names (for :func:`warn_invalid`)."""
+        if not self.bare:
+            return discover.Found(sorted(self.app.types), [])
+        found = await discover.find_types(self.app)
+        await discover.adopt(self.app, *found.names)
+        return found
+
+    def run(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Run ``call`` in a new event loop, closing the app after it; duetime's errors become
+        exit codes: NotFound 3, ValidationError 2, any other 1."""
+
+        async def main() -> T:
+            try:
+                return await call()
+            finally:
+                await self.app.close()
+
+        try:
+            return asyncio.run(main())
+        except NotFound as exc:
+            raise NotFoundExit(str(exc)) from None
+        except ValidationError as exc:
+            raise BadUsage(str(exc)) from None
+        except DuetimeError as exc:
+            raise click.ClickException(str(exc)) from None

@@ -1,0 +1,239 @@
+"""The commands on tasks: ``schedule``, ``submit``, ``show``, ``cancel``, ``retry`` and
+``ls``; ``cancel --all`` and ``retry --all`` act on every task of a type in a state."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import click
+
+from duetime.admin import bulk
+from duetime.cli.output import (
+    NotFoundExit,
+    echo,
+    emit,
+    progress_bar,
+    task_doc,
+    task_line,
+    times,
+    when,
+)
+from duetime.cli.target import Target, app_command, warn_invalid
+from duetime.cli.values import MAX_COUNT, Seconds
+from duetime.errors import BulkIncomplete
+from duetime.model import TaskInfo
+from duetime.stores.base import STATES, State
+
+
+def task_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options that describe when a task is due and what it carries."""
+    for option in reversed(
+        (
+            click.option("--at", "at", help="When it is due: an ISO 8601 time with an offset."),
+            click.option(
+                "--delay", type=Seconds(), help="Seconds from now (by the store's clock)."
+            ),
+            click.option("--payload", default="{}", show_default=True, help="A JSON object."),
+            click.option(
+                "--every", type=Seconds(), help="Make it periodic: seconds between occurrences."
+            ),
+            click.option(
+                "--until", "until", help="The last time an occurrence may be due (ISO 8601)."
+            ),
+        )
+    ):
+        command = option(command)
+    return command
+
+
+def task_fields(
+    at: str | None, delay: float | None, payload: str, every: float | None, until: str | None
+) -> dict[str, Any]:
+    """The keyword arguments of App.schedule and App.submit, from the task options (their
+    numbers checked by :class:`~duetime.cli.values.Seconds`); a bad one names its option."""
+    return {
+        "at": _parsed("--at", at, datetime.fromisoformat),
+        "delay": delay,
+        "payload": _parsed("--payload", payload, json.loads),
+        "every": None if every is None else timedelta(seconds=every),
+        "until": _parsed("--until", until, datetime.fromisoformat),
+    }
+
+
+def _parsed(option: str, text: str | None, parse: Callable[[str], Any]) -> Any:
+    try:
+        return parse(text) if text else None
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint=option) from None
+
+
+@app_command()
+@click.argument("task_type")
+@click.argument("task_id")
+@task_options
+def schedule(task_type: str, task_id: str, **options: Any) -> None:
+    """Schedule (or move) a task."""
+    target = Target.from_options(options)
+    fields = task_fields(**options)
+
+    async def call() -> datetime:
+        await target.adopt(task_type)
+        return await target.app.schedule(task_type, task_id, **fields)
+
+    due = target.run(call)
+    if target.as_json:
+        emit({"type": task_type, "id": task_id, **times("due", due)})
+    else:
+        echo(f"{task_type}/{task_id} due {when(due)}")
+
+
+@app_command()
+@click.argument("task_type")
+@task_options
+def submit(task_type: str, **options: Any) -> None:
+    """Schedule a new task under an id duetime picks; print the id."""
+    target = Target.from_options(options)
+    fields = task_fields(**options)
+
+    async def call() -> str:
+        await target.adopt(task_type)
+        return await target.app.submit(task_type, **fields)
+
+    task_id = target.run(call)
+    if target.as_json:
+        emit({"type": task_type, "id": task_id})
+    else:
+        echo(task_id)
+
+
+@app_command()
+@click.argument("task_type")
+@click.argument("task_id")
+def show(task_type: str, task_id: str, **options: Any) -> None:
+    """Show one task with its payload (as JSON; exit code 3 when there is none)."""
+    target = Target.from_options(options)
+
+    async def call() -> TaskInfo | None:
+        await target.adopt(task_type)
+        return await target.app.get(task_type, task_id)
+
+    info = target.run(call)
+    if info is None:
+        raise NotFoundExit(f"no task {task_type}/{task_id}")
+    emit(task_doc(info), indent=None if target.as_json else 2)
+
+
+@app_command()
+@click.argument("task_type")
+@click.argument("task_id", required=False)
+@click.option("--all", "every", is_flag=True, help="Cancel every task of the type in --state.")
+@click.option("--state", type=click.Choice(STATES), help="With --all: the state to empty.")
+def cancel(
+    task_type: str, task_id: str | None, every: bool, state: str | None, **options: Any
+) -> None:
+    """Cancel a task, whatever its state; or with --all, every task of the type in --state
+    (running handlers finish, but their tasks are neither retried nor rescheduled)."""
+    if every and not state:
+        raise click.UsageError("--all needs --state due, running or dead")
+    _one_or_all(task_id, every, state)
+    target = Target.from_options(options)
+    if task_id is None:
+        return _bulk(target, task_type, "cancel", state)  # type: ignore[arg-type]
+
+    async def call() -> bool:
+        await target.adopt(task_type)
+        return await target.app.cancel(task_type, task_id)
+
+    if not target.run(call):
+        raise NotFoundExit(f"no task {task_type}/{task_id}")
+    if target.as_json:
+        emit({"type": task_type, "id": task_id, "cancelled": True})
+    else:
+        echo(f"cancelled {task_type}/{task_id}")
+
+
+@app_command()
+@click.argument("task_type")
+@click.argument("task_id", required=False)
+@click.option("--all", "every", is_flag=True, help="Retry every dead task of the type.")
+def retry(task_type: str, task_id: str | None, every: bool, **options: Any) -> None:
+    """Run a dead task again, now; or with --all, every dead task of the type."""
+    _one_or_all(task_id, every, None)
+    target = Target.from_options(options)
+    if task_id is None:
+        return _bulk(target, task_type, "retry", "dead")
+
+    async def call() -> datetime:
+        await target.adopt(task_type)
+        return await target.app.retry(task_type, task_id)
+
+    due = target.run(call)
+    if target.as_json:
+        emit({"type": task_type, "id": task_id, **times("due", due)})
+    else:
+        echo(f"{task_type}/{task_id} due again {when(due)}")
+
+
+def _one_or_all(task_id: str | None, every: bool, state: str | None) -> None:
+    if every == (task_id is not None):
+        raise click.UsageError("give a TASK_ID or --all, not both" if every else "missing TASK_ID")
+    if state and not every:
+        raise click.UsageError("--state goes with --all")
+
+
+def _bulk(target: Target, task_type: str, action: str, state: State) -> None:
+    """``retry --all`` and ``cancel --all``: a progress bar on long runs, then the count; the
+    tasks it could not act on are named, and make the exit code 1."""
+    with progress_bar(f"{action} {task_type} ({state})", quiet=target.as_json) as progress:
+
+        async def call() -> tuple[int, dict[str, str]]:
+            await target.adopt(task_type)
+            try:
+                if action == "retry":
+                    return await bulk.retry_all(target.app, task_type, progress=progress), {}
+                return await bulk.cancel_all(target.app, task_type, state, progress=progress), {}
+            except BulkIncomplete as exc:
+                return exc.done, exc.failed
+
+        done, failed = target.run(call)
+    verb = "retried" if action == "retry" else "cancelled"
+    if target.as_json:
+        doc: dict[str, Any] = {"type": task_type, "state": state, "action": action, "count": done}
+        if failed:
+            doc["failed"] = [{"id": task_id, "error": why} for task_id, why in failed.items()]
+        emit(doc)
+    else:
+        echo(f"{verb} {done} {state} {task_type} task{'s' if done != 1 else ''}")
+    if failed:
+        for task_id, why in failed.items():  # repr: an id may hold anything
+            click.echo(f"not {verb}: {task_id!r}: {why}", err=True)
+        raise click.ClickException(f"{len(failed)} {state} {task_type} tasks could not be {verb}")
+
+
+@app_command(name="ls")
+@click.argument("task_type", required=False)
+@click.option("--state", type=click.Choice(STATES), default="due", show_default=True)
+@click.option("--limit", type=click.IntRange(1, MAX_COUNT), default=50, show_default=True)
+def list_tasks(task_type: str | None, state: State, limit: int, **options: Any) -> None:
+    """List tasks of one type (or of every type: the app's, or with --url those the store
+    holds) in a state, earliest first: at most --limit per type."""
+    target = Target.from_options(options)
+
+    async def collect() -> list[TaskInfo]:
+        if task_type:
+            await target.adopt(task_type)
+            names = [task_type]
+        else:
+            found = await target.all_types()
+            warn_invalid(found.invalid)
+            names = found.names
+        return [t for name in names for t in await target.app.list(name, state, limit=limit)]
+
+    rows = target.run(collect)
+    if target.as_json:
+        emit([task_doc(info) for info in rows])
+    for info in [] if target.as_json else rows:
+        echo(task_line(info))

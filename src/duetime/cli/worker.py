@@ -1,0 +1,60 @@
+"""``duetime worker``: run the handlers of an app until SIGTERM or SIGINT."""
+
+from __future__ import annotations
+
+import click
+
+from duetime.cli.target import load_app
+from duetime.cli.values import Seconds
+from duetime.errors import DuetimeError
+
+
+@click.command()
+@click.argument("app_path", metavar="MODULE:APP")
+@click.option("--type", "types", multiple=True, help="Run only these task types (repeatable).")
+@click.option(
+    "--grace",
+    type=Seconds(minimum=0),
+    default=30.0,
+    show_default=True,
+    help="Seconds running handlers get to finish after SIGTERM or SIGINT.",
+)
+@click.option(
+    "--no-gc-tuning",
+    is_flag=True,
+    help="Leave Python's garbage collector as it is (by default the worker freezes its "
+    "start-up objects and collects young objects every 10,000 allocations).",
+)
+@click.option(
+    "--metrics",
+    "metrics_port",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    help="Serve Prometheus metrics on this port (needs duetime[metrics]).",
+)
+@click.option(
+    "--metrics-host",
+    default="127.0.0.1",
+    show_default=True,
+    help="The interface to serve metrics on.",
+)
+def worker(
+    app_path: str,
+    types: tuple[str, ...],
+    grace: float,
+    no_gc_tuning: bool,
+    metrics_port: int | None,
+    metrics_host: str,
+) -> None:
+    """Run a worker for every task type of MODULE:APP until SIGTERM or SIGINT."""
+    app = load_app(app_path)
+    try:
+        app.run(
+            list(types) or None,
+            grace=grace,
+            gc_tuning=not no_gc_tuning,
+            metrics_port=metrics_port,
+            metrics_host=metrics_host,
+        )
+    except DuetimeError as exc:
+        raise click.ClickException(str(exc)) from None

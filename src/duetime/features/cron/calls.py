@@ -1,0 +1,114 @@
+"""The calls on cron schedules: adding, pausing, resuming, removing and listing them (a
+client's), and the ``@app.cron`` decorator (an App's)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Unpack
+
+from duetime.features.cron import manage
+from duetime.features.cron.feature import CronFeature
+from duetime.features.cron.manage import CRON_OPTIONS, CronInfo, CronOptions
+from duetime.features.cron.named import NamedTriggers
+from duetime.model import TaskOptions
+from duetime.registry import AppSide, ClientSide
+from duetime.tasktype import Handler, TaskType, call_mode
+from duetime.validate import check_name
+
+
+class CronTaskOptions(CronOptions, TaskOptions, total=False):
+    """What ``@app.cron`` takes: the schedule's options and its task type's."""
+
+
+class CronCalls:
+    """The calls on the cron schedules of a client or app (a part of it)."""
+
+    @property
+    def named_triggers(self: ClientSide) -> NamedTriggers:
+        """The app's cron schedules by name: declared in code, and in the store."""
+        return self.registry.get(CronFeature).named
+
+    async def add_cron(
+        self: ClientSide, name: str, expression: str, *, task: str, **options: Unpack[CronOptions]
+    ) -> bool:
+        """Add (or update) the cron schedule ``name``, which runs task type ``task``.
+
+        Args:
+            expression: 5 fields (minute hour day-of-month month day-of-week), 6 with
+                seconds first, or an alias (@yearly, @monthly, @weekly, @daily, @hourly).
+            options: the schedule's (:class:`~duetime.features.cron.manage.CronOptions`):
+                ``tz``, ``payload``, ``missed``, ``overlap``, ``jitter``, ``catchup``.
+
+        Returns:
+            False when the store already held the same schedule (nothing was written).
+
+        Raises:
+            ValidationError: a bad field, or ``name`` taken by a schedule of another type.
+        """
+        self.task_type(task)
+        declared = manage.define(
+            name, task, expression, max_payload_bytes=self.max_payload_bytes, **options
+        )
+        return await self.registry.get(CronFeature).named.upsert(declared)
+
+    async def pause_cron(self: ClientSide, name: str) -> None:
+        """Stop firing the schedule ``name`` until :meth:`resume_cron`; a run in progress ends."""
+        await manage.set_paused(self.registry.get(CronFeature).named, name, True)
+
+    async def resume_cron(self: ClientSide, name: str) -> None:
+        """Fire a paused schedule again, from its next tick."""
+        await manage.set_paused(self.registry.get(CronFeature).named, name, False)
+
+    async def remove_cron(self: ClientSide, name: str) -> bool:
+        """Remove the schedule ``name`` from the store. One declared in code comes back when
+        a worker starts; remove it from the code too."""
+        return await self.registry.get(CronFeature).named.remove(name)
+
+    async def next_runs(self: ClientSide, name: str, count: int = 5) -> list[datetime]:
+        """The next ``count`` ticks of the schedule ``name``, in its time zone."""
+        named = self.registry.get(CronFeature).named
+        return await manage.next_runs(named, name, count, await self.now_ms())
+
+    async def crons(self: ClientSide) -> list[CronInfo]:
+        """Every cron schedule: those in the store, and those declared in code."""
+        return await manage.infos(self.registry.get(CronFeature).named)
+
+
+class CronDecorator:
+    """``@app.cron``: a handler run on a cron schedule (a part of the App)."""
+
+    def cron(
+        self: AppSide, expression: str, *, name: str, **options: Unpack[CronTaskOptions]
+    ) -> Callable[[Handler], TaskType]:
+        """Run the decorated function on a cron schedule: task type and schedule ``name``.
+
+        The handler takes ``(ctx)`` or ``(payload, ctx)``; ``ctx.occurrence`` is
+        ``"<name>@<tick ms>"``, the same on every worker and every attempt. The schedule is
+        written to the store when a worker starts, so it survives restarts; declaring it
+        again with another definition updates it. The options are the schedule's
+        (:class:`~duetime.features.cron.manage.CronOptions`: ``tz``, ``payload``,
+        ``missed``, ``overlap``, ``jitter``, ``catchup``) and the task type's (those of
+        :meth:`~duetime.App.task`: retries, timeout, ...).
+
+        Raises:
+            ValidationError: a bad expression (naming the field), time zone, policy or
+                jitter, or a name already taken by another handler.
+        """
+        check_name("task_type", name)
+        given: dict[str, Any] = dict(options)
+        schedule = {key: given.pop(key) for key in list(given) if key in CRON_OPTIONS}
+        declared = manage.define(
+            name, name, expression, max_payload_bytes=self.max_payload_bytes, **schedule
+        )
+        register_type = self.task(name, **given)
+        named = self.registry.get(CronFeature).named
+
+        def register(fn: Handler) -> TaskType:
+            mode = call_mode(fn, cron=True)
+            task_type = register_type(fn)
+            task_type.mode = mode
+            named.declare(declared)
+            return task_type
+
+        return register

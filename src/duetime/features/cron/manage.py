@@ -1,0 +1,183 @@
+"""Cron schedules by name: their options and definition checked at the door, pausing,
+upcoming runs and the listing (the App's cron calls, :mod:`.calls`, are made of these)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any, TypedDict, Unpack
+
+from duetime.clock import from_ms
+from duetime.errors import ScheduleNotFound, ValidationError
+from duetime.features.cron.named import Declared, NamedTriggers, Stored
+from duetime.record import Record
+from duetime.triggers.cron.expression import parse_cron
+from duetime.triggers.cron.policy import MISSED, OVERLAP, Missed, Overlap
+from duetime.triggers.cron.trigger import CronTrigger
+from duetime.validate import check_id, duration_ms, encode_payload
+
+
+@dataclass(frozen=True, slots=True)
+class CronInfo:
+    """A cron schedule as :meth:`App.crons` shows it.
+
+    Attributes:
+        next_run: when the next tick is due (None while paused or not yet in the store).
+        stored: False for a schedule declared in code that no worker has written yet.
+        missed_count: ticks missed because no run could start in time (every worker was
+            down past them, or a crashed run's lease held the schedule).
+        skipped_count: ticks skipped because the previous run was still running.
+    """
+
+    name: str
+    task_type: str
+    expression: str
+    tz: str
+    next_run: datetime | None
+    paused: bool
+    missed: str
+    overlap: str
+    missed_count: int
+    skipped_count: int
+    payload: dict[str, Any]
+    stored: bool = True
+
+
+class CronOptions(TypedDict, total=False):
+    """The options of a cron schedule, as ``@app.cron`` and ``app.add_cron`` take them.
+
+    Attributes:
+        tz: the IANA time zone the expression is read in (default ``"UTC"``).
+        payload: given to each run.
+        missed: what to do with ticks missed while every worker was down: ``skip`` them
+            (the default), run ``once`` for all of them, or run ``all`` of them (at most
+            100). A tick is missed when it starts more than a minute late (or after the
+            next tick, if that comes sooner).
+        overlap: ``skip`` a tick while the previous run is still running (the default),
+            or ``allow`` runs to overlap (each tick is then a task of its own).
+        jitter: delay each tick by up to this much, at random (shorter than the period).
+        catchup: missed ticks older than this are not caught up.
+    """
+
+    tz: str
+    payload: dict[str, Any] | None
+    missed: Missed
+    overlap: Overlap
+    jitter: timedelta | float | None
+    catchup: timedelta | float | None
+
+
+#: The names of the cron options, to tell them from a task type's in ``@app.cron``.
+CRON_OPTIONS = frozenset(CronOptions.__annotations__)
+
+
+def define(
+    name: str,
+    task_type: str,
+    expression: str,
+    *,
+    max_payload_bytes: int,
+    **options: Unpack[CronOptions],
+) -> Declared:
+    """Check a schedule's definition; raises ValidationError naming the bad field."""
+    check_id(name, "name")
+    unknown = sorted(set(options) - CRON_OPTIONS)
+    if unknown:
+        raise ValidationError(unknown[0], "is not an option of a cron schedule")
+    tz = options.get("tz", "UTC")
+    missed = options.get("missed", "skip")
+    overlap = options.get("overlap", "skip")
+    jitter, catchup = options.get("jitter"), options.get("catchup")
+    expr = parse_cron(expression, tz)
+    if missed not in MISSED:
+        raise ValidationError("missed", f"must be one of {', '.join(MISSED)}")
+    if overlap not in OVERLAP:
+        raise ValidationError("overlap", f"must be one of {', '.join(OVERLAP)}")
+    jitter_ms = 0 if jitter is None else duration_ms("jitter", jitter, allow_zero=True)
+    period = expr.shortest_period_ms(int(datetime.now().timestamp() * 1000))
+    if jitter_ms >= period:
+        raise ValidationError(
+            "jitter", f"{jitter_ms} ms is not shorter than the schedule's period ({period} ms)"
+        )
+    catchup_ms = None if catchup is None else duration_ms("catchup", catchup)
+    trigger = CronTrigger(expr, missed, overlap, jitter_ms, catchup_ms)
+    payload_json = encode_payload(options.get("payload"), max_payload_bytes)
+    return Declared(name, task_type, trigger, payload_json)
+
+
+async def _cron(named: NamedTriggers, name: str) -> tuple[Stored, CronTrigger]:
+    stored = await named.stored(name)
+    if not isinstance(stored.trigger, CronTrigger):
+        raise ScheduleNotFound(name)
+    return stored, stored.trigger
+
+
+async def set_paused(named: NamedTriggers, name: str, paused: bool) -> None:
+    """Pause or resume the schedule ``name``; a resumed one goes on from its next tick."""
+    stored, trigger = await _cron(named, name)
+    if trigger.paused != paused:
+        await named.rewrite(stored, replace(trigger, paused=paused))
+
+
+async def next_runs(named: NamedTriggers, name: str, count: int, now_ms: int) -> list[datetime]:
+    """The next ``count`` ticks of the schedule ``name``, in its time zone."""
+    if not isinstance(count, int) or count < 1:
+        raise ValidationError("count", "must be an integer of 1 or more")
+    try:
+        stored, trigger = await _cron(named, name)
+    except ScheduleNotFound:
+        declared = named.declared.get(name)
+        if declared is None or not isinstance(declared.trigger, CronTrigger):
+            raise
+        trigger = declared.trigger
+        ticks = trigger.expr.ticks(now_ms, count)
+    else:
+        if trigger.paused:
+            return []
+        pending = stored.record.occurrence_ms
+        if stored.task.state == "due" and pending is not None:
+            ticks = [pending, *trigger.expr.ticks(pending, count - 1)]
+        else:
+            ticks = trigger.expr.ticks(now_ms, count)
+    return [from_ms(t).astimezone(trigger.expr.tz) for t in ticks]
+
+
+async def infos(named: NamedTriggers) -> list[CronInfo]:
+    """Every cron schedule: those in the store, then those only declared in code."""
+    out = []
+    names = await named.names()
+    for stored in await named.all_stored():
+        if isinstance(stored.trigger, CronTrigger):
+            tick = stored.record.occurrence_ms
+            next_run = None if stored.trigger.paused or tick is None else from_ms(tick)
+            info = _info(stored.name, stored.task_type, stored.trigger, stored.record, next_run)
+            out.append(info)
+    for name, declared in sorted(named.declared.items()):
+        if name not in names and isinstance(declared.trigger, CronTrigger):
+            record = Record(declared.payload_json)
+            out.append(_info(name, declared.task_type, declared.trigger, record, None, False))
+    return out
+
+
+def _info(
+    name: str,
+    task_type: str,
+    trigger: CronTrigger,
+    record: Record,
+    next_run: datetime | None,
+    stored: bool = True,
+) -> CronInfo:
+    return CronInfo(
+        name,
+        task_type,
+        trigger.expr.text,
+        trigger.expr.tz.key,
+        None if next_run is None else next_run.astimezone(trigger.expr.tz),
+        trigger.paused,
+        trigger.missed,
+        trigger.overlap,
+        trigger.missed_count,
+        trigger.skipped_count,
+        record.payload,
+        stored,
+    )

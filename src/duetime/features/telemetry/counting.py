@@ -1,0 +1,131 @@
+"""Counts a worker's events per task type and minute, in memory (a dictionary update per
+event, no round trip), and adds them to the store every few seconds in one call: the
+history of :mod:`duetime.features.telemetry.history`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from bisect import bisect_left
+from collections.abc import Coroutine
+from typing import Any
+
+from duetime.clock import Clock
+from duetime.events import Listener, WorkerEvent
+from duetime.features.telemetry.history import BUCKETS, KINDS, LATENESS_BUCKETS_MS, Key
+from duetime.stores.base import Store
+from duetime.stores.capabilities import TELEMETRY, use
+from duetime.stores.telemetry import KEEP_MINUTES, MINUTE_MS, minute_of
+
+log = logging.getLogger(__name__)
+
+#: How often a worker adds its counts to the store.
+FLUSH_SECONDS = 5.0
+
+
+#: A row of counts: one column per kind (KINDS), then one per lateness bucket (BUCKETS).
+COLUMNS = (*KINDS, *BUCKETS)
+FIRST_BUCKET = len(KINDS)
+FIRED, SUCCEEDED, FAILED, RETRIED, DEAD_LETTERED, MISSED = range(FIRST_BUCKET)
+
+
+class MinuteCounter(Listener):
+    """Counts one worker's events per minute and adds them to the store every
+    FLUSH_SECONDS. Counts the store could not take are kept for the next flush, as long as
+    their minute is within the hour kept.
+
+    An event costs a few list and dict operations (rows of counts per minute and type, the
+    current minute's rows at hand): it is on every task's path.
+    """
+
+    def __init__(self) -> None:
+        self._minutes: dict[int, dict[str, list[int]]] = {}
+        self._minute = -1
+        self._rows: dict[str, list[int]] = {}
+
+    def _row(self, at_ms: float, task_type: str) -> list[int]:
+        at = int(at_ms)
+        minute = at - at % MINUTE_MS
+        if minute != self._minute:
+            self._minute = minute
+            self._rows = self._minutes.setdefault(minute, {})
+        row = self._rows.get(task_type)
+        if row is None:
+            row = self._rows[task_type] = [0] * len(COLUMNS)
+        return row
+
+    # Fired: a handler started (the task's time came and it ran), with its lateness.
+    def started(self, event: WorkerEvent) -> None:
+        late = event.lateness_ms or 0.0
+        at = int(event.due_ms + late)
+        row = self._rows.get(event.task_type) if at - at % MINUTE_MS == self._minute else None
+        if row is None:
+            row = self._row(at, event.task_type)
+        row[FIRED] += 1
+        row[FIRST_BUCKET + bisect_left(LATENESS_BUCKETS_MS, late)] += 1
+
+    def succeeded(self, event: WorkerEvent) -> None:
+        at = int(event.due_ms + (event.duration_ms or 0))
+        row = self._rows.get(event.task_type) if at - at % MINUTE_MS == self._minute else None
+        if row is None:
+            row = self._row(at, event.task_type)
+        row[SUCCEEDED] += 1
+
+    def failed(self, event: WorkerEvent) -> None:
+        self._row(_end(event), event.task_type)[FAILED] += 1
+
+    def retried(self, event: WorkerEvent) -> None:
+        self._row(_end(event), event.task_type)[RETRIED] += 1
+
+    def dead_lettered(self, event: WorkerEvent) -> None:
+        self._row(_end(event), event.task_type)[DEAD_LETTERED] += 1
+
+    def missed_ticks(self, event: WorkerEvent) -> None:
+        self._row(event.due_ms, event.task_type)[MISSED] += event.count
+
+    def poll_failed(self, event: WorkerEvent) -> None:
+        """A poller's call failed: a failure of its calls' type."""
+        self._row(time.time() * 1000, event.task_type)[FAILED] += 1
+
+    def counts(self) -> dict[Key, int]:
+        """What was counted and not yet added to the store, as the store takes it."""
+        return {
+            (minute, task_type, what): n
+            for minute, rows in self._minutes.items()
+            for task_type, row in rows.items()
+            for what, n in zip(COLUMNS, row, strict=True)
+            if n
+        }
+
+    def loops(self, store: Store, clock: Clock) -> list[Coroutine[Any, Any, None]]:
+        return [self._flush_loop(store, clock)]
+
+    async def finish(self, store: Store, clock: Clock) -> None:
+        await self.flush(store, clock.now_ms())
+
+    async def _flush_loop(self, store: Store, clock: Clock) -> None:
+        while True:
+            await asyncio.sleep(FLUSH_SECONDS)
+            await self.flush(store, clock.now_ms())
+
+    async def flush(self, store: Store, now_ms: int) -> None:
+        """Add what was counted to the store; on failure keep it for the next time."""
+        taken = self.counts()
+        self._minutes, self._minute, self._rows = {}, -1, {}
+        if not taken:
+            return
+        try:
+            await use(store, TELEMETRY).telemetry.add_counts(taken, now_ms)
+        except Exception as exc:
+            oldest = minute_of(now_ms) - (KEEP_MINUTES - 1) * MINUTE_MS
+            for (minute, task_type, what), n in taken.items():
+                if minute >= oldest:
+                    self._row(minute, task_type)[COLUMNS.index(what)] += n
+            log.warning("could not add the last seconds' counts to the store: %s", exc)
+
+
+def _end(event: WorkerEvent) -> float:
+    """When an outcome came: the due time, plus how late it started and how long it ran
+    where known."""
+    return event.due_ms + (event.lateness_ms or 0) + (event.duration_ms or 0)

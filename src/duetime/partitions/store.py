@@ -1,0 +1,298 @@
+"""Partitions: one task type spread over several of a store's types, so that on Redis
+Cluster its keys, claims and wake-ups land on several primaries.
+
+A type of ``partitions=N`` (N > 1) lives in the store types ``<type>#0`` ...
+``<type>#<N-1>`` (``#`` is never part of a type name), each with keys of their own hash tag.
+A task's partition comes from its id: the CRC-32 of the id up to its first ``@``, modulo N.
+So the ids a worker derives from a task's (a hand-off or a dead occurrence,
+``"<id>@<ms>"``) stay in its partition, and ``schedule`` of the same id still moves it, as
+``get`` and ``cancel`` find it. A claim asks every partition at once, the batch spread over
+them from a partition that turns with each claim, so none is starved; the fencing tokens
+it hands out carry their partition (``token * MAX_PARTITIONS + partition``), and the
+settles and renewals that carry them go back to it. A fence (``raise_fence``) is raised
+in every partition, and a write under a token is checked in each partition it writes to.
+Types of one partition are passed through unchanged: today's layout.
+
+The wrapper is store-neutral: every store keeps its own layout under it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from duetime.errors import LeaseLost
+from duetime.partitions.layout import (
+    LAYOUT_TYPE,
+    SEPARATOR,
+    check_layout,
+    part_name,
+    partition_of,
+)
+from duetime.stores.base import (
+    STATES,
+    Claim,
+    ClaimBatch,
+    NewTask,
+    Outcome,
+    State,
+    Store,
+    StoredTask,
+    WakeCallback,
+)
+from duetime.stores.capabilities import ENTRIES, KEY_EVENTS, use
+from duetime.validate import MAX_PARTITIONS
+
+T = TypeVar("T")
+
+
+class PartitionedStore:
+    """A :class:`~duetime.stores.base.Store` that spreads each type of more than one
+    partition over that many of ``inner``'s types (see the module).
+
+    Args:
+        inner: the store.
+        partitions_of: how many partitions a type has (1 for a type it does not know).
+    """
+
+    def __init__(self, inner: Store, partitions_of: Callable[[str], int]) -> None:
+        self.inner = inner
+        self._partitions_of = partitions_of
+        self._turn = itertools.count()
+        #: The types checked against the store's layout, with their partitions.
+        self._counts: dict[str, int] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # the calls about no type: open, close, time_ms, ...
+
+    @property
+    def url(self) -> str:
+        return self.inner.url
+
+    def copy(self) -> PartitionedStore:
+        return PartitionedStore(self.inner.copy(), self._partitions_of)
+
+    async def _n(self, task_type: str) -> int:
+        """The type's partitions, once checked against what the store holds."""
+        n = self._counts.get(task_type)
+        if n is None:
+            n = self._partitions_of(task_type)
+            await check_layout(self.inner, task_type, n)
+            self._counts[task_type] = n
+        return n
+
+    async def _each(self, task_type: str, n: int, call: Callable[[str], Any]) -> list[Any]:
+        return list(await asyncio.gather(*(call(part_name(task_type, p)) for p in range(n))))
+
+    async def _by_id(self, task_type: str, task_id: str) -> str:
+        n = await self._n(task_type)
+        return task_type if n == 1 else part_name(task_type, partition_of(task_id, n))
+
+    # -- one task, by id --------------------------------------------------------------------
+
+    async def cancel(self, task_type: str, task_id: str) -> bool:
+        return await self.inner.cancel(await self._by_id(task_type, task_id), task_id)
+
+    async def get(self, task_type: str, task_id: str) -> StoredTask | None:
+        return await self.inner.get(await self._by_id(task_type, task_id), task_id)
+
+    async def revive(
+        self, task_type: str, task_id: str, due_ms: int, record: str | None = None
+    ) -> bool:
+        part = await self._by_id(task_type, task_id)
+        return await self.inner.revive(part, task_id, due_ms, record)
+
+    async def hasten(self, task_type: str, task_id: str, due_ms: int) -> bool | None:
+        return await self.inner.hasten(await self._by_id(task_type, task_id), task_id, due_ms)
+
+    async def remove_entry(self, task_type: str, task_id: str, now_ms: int) -> bool:
+        part = await self._by_id(task_type, task_id)
+        return await use(self.inner, ENTRIES).remove_entry(part, task_id, now_ms)
+
+    async def schedule_event(
+        self, task_type: str, event: str, task: NewTask, *, window_ms: int
+    ) -> bool:
+        part = await self._by_id(task_type, task.id)
+        return await use(self.inner, KEY_EVENTS).schedule_event(
+            part, event, task, window_ms=window_ms
+        )
+
+    # -- batches of tasks, spread by id ------------------------------------------------------
+
+    async def _spread(
+        self, task_type: str, items: Sequence[T], id_of: Callable[[T], str]
+    ) -> dict[int, list[tuple[int, T]]] | None:
+        """The items by partition, each with its place in ``items``; None when the type
+        has one partition."""
+        n = await self._n(task_type)
+        if n == 1:
+            return None
+        groups: dict[int, list[tuple[int, T]]] = {}
+        for place, item in enumerate(items):
+            groups.setdefault(partition_of(id_of(item), n), []).append((place, item))
+        return groups
+
+    async def schedule(
+        self,
+        task_type: str,
+        tasks: Sequence[NewTask],
+        *,
+        only_new: bool = False,
+        fence: int | None = None,
+    ) -> list[str]:
+        inner = self.inner
+        if self._counts.get(task_type) == 1:  # the producer's hot path: no more than this
+            return await inner.schedule(task_type, tasks, only_new=only_new, fence=fence)
+        groups = await self._spread(task_type, tasks, lambda t: t.id)
+        if groups is None:
+            return await inner.schedule(task_type, tasks, only_new=only_new, fence=fence)
+        try:
+            taken = await asyncio.gather(
+                *(
+                    inner.schedule(
+                        part_name(task_type, p), [t for _, t in g], only_new=only_new, fence=fence
+                    )
+                    for p, g in groups.items()
+                )
+            )
+        except LeaseLost as exc:  # named by the type, not by its partition
+            raise LeaseLost(task_type, exc.token, exc.detail) from exc
+        return [task_id for ids in taken for task_id in ids]
+
+    async def raise_fence(self, task_type: str, token: int) -> bool:
+        """Raise the fence of every partition (the token is not a token of the type's own,
+        so it is passed as it is); whether none was above it."""
+        n = await self._n(task_type)
+        if n == 1:
+            return await self.inner.raise_fence(task_type, token)
+        raised = await self._each(task_type, n, lambda part: self.inner.raise_fence(part, token))
+        return all(raised)
+
+    async def put_entry(
+        self, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
+    ) -> list[int]:
+        inner = use(self.inner, ENTRIES)
+        groups = await self._spread(task_type, entries, lambda t: t.id)
+        if groups is None:
+            return await inner.put_entry(task_type, entries, keep_ttl=keep_ttl, now_ms=now_ms)
+        dues = [0] * len(entries)
+        for p, group in groups.items():
+            part = part_name(task_type, p)
+            got = await inner.put_entry(
+                part, [e for _, e in group], keep_ttl=keep_ttl, now_ms=now_ms
+            )
+            for (place, _), due in zip(group, got, strict=True):
+                dues[place] = due
+        return dues
+
+    # -- claims and what carries their tokens ------------------------------------------------
+
+    async def claim(self, task_type: str, *, now_ms: int, limit: int, **options: Any) -> ClaimBatch:
+        n = self._counts.get(task_type) or await self._n(task_type)
+        if n == 1:
+            return await self.inner.claim(task_type, now_ms=now_ms, limit=limit, **options)
+        first = next(self._turn) % n
+        shares = [limit // n + (1 if (p - first) % n < limit % n else 0) for p in range(n)]
+        batches = await asyncio.gather(
+            *(
+                self.inner.claim(part_name(task_type, p), now_ms=now_ms, limit=shares[p], **options)
+                for p in range(n)
+            )
+        )
+        claims = [
+            c._replace(token=c.token * MAX_PARTITIONS + p)
+            for step in range(n)
+            for p in [(first + step) % n]
+            for c in batches[p].claims
+        ]
+        nexts = [b.next_ms for b in batches if b.next_ms is not None]
+        return ClaimBatch(claims, min(nexts, default=None), sum(b.reaped for b in batches))
+
+    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
+        if self._partitions_of(task_type) == 1:
+            return await self.inner.settle(task_type, outcomes, now_ms)
+        kept = [False] * len(outcomes)
+        groups = _by_token(outcomes, lambda o: o.claim)
+        for p, group in groups.items():
+            inner = [o._replace(claim=_inner(o.claim)) for _, o in group]
+            got = await self.inner.settle(part_name(task_type, p), inner, now_ms)
+            for (place, _), ok in zip(group, got, strict=True):
+                kept[place] = ok
+        return kept
+
+    async def extend(
+        self, task_type: str, claims: Sequence[Claim], deadline_ms: int
+    ) -> list[Claim]:
+        if self._partitions_of(task_type) == 1:
+            return await self.inner.extend(task_type, claims, deadline_ms)
+        lost: list[Claim] = []
+        for p, group in _by_token(claims, lambda c: c).items():
+            inner = [_inner(c) for _, c in group]
+            part = part_name(task_type, p)
+            gone = {c.token for c in await self.inner.extend(part, inner, deadline_ms)}
+            lost += (c for _, c in group if _inner(c).token in gone)
+        return lost
+
+    # -- reads over every partition ----------------------------------------------------------
+
+    async def list_tasks(
+        self, task_type: str, state: State, limit: int, offset: int = 0
+    ) -> list[StoredTask]:
+        n = await self._n(task_type)
+        if n == 1:
+            return await self.inner.list_tasks(task_type, state, limit, offset)
+        parts = await self._each(
+            task_type, n, lambda part: self.inner.list_tasks(part, state, offset + limit, 0)
+        )
+        merged = heapq.merge(*parts, key=lambda t: (t.score_ms, t.id))
+        return list(itertools.islice(merged, offset, offset + limit))
+
+    async def count(self, task_type: str) -> dict[State, int]:
+        n = await self._n(task_type)
+        if n == 1:
+            return await self.inner.count(task_type)
+        parts = await self._each(task_type, n, self.inner.count)
+        return {state: sum(part[state] for part in parts) for state in STATES}
+
+    async def active_ids(self, task_type: str, limit: int) -> list[str]:
+        n = await self._n(task_type)
+        if n == 1:
+            return await self.inner.active_ids(task_type, limit)
+        parts = await self._each(task_type, n, lambda part: self.inner.active_ids(part, limit))
+        return [task_id for ids in parts for task_id in ids][:limit]
+
+    async def task_types(self) -> list[str]:
+        """The types holding a task, each partitioned one once; not ``duetime.layout``."""
+        found = {_type_of(part) for part in await self.inner.task_types()}
+        found.discard(LAYOUT_TYPE)
+        return sorted(found)
+
+    async def listen(self, on_wake: WakeCallback) -> None:
+        await self.inner.listen(lambda task_type, due_ms: on_wake(_type_of(task_type), due_ms))
+
+
+def _type_of(store_type: str) -> str:
+    """The task type a store type belongs to: ``<type>#<n>`` is a partition of ``<type>``."""
+    base, sep, number = store_type.rpartition(SEPARATOR)
+    return base if sep and number.isdigit() else store_type
+
+
+def _inner(claim: Claim) -> Claim:
+    """The claim as its partition handed it out."""
+    return claim._replace(token=claim.token // MAX_PARTITIONS)
+
+
+def _by_token(items: Sequence[T], claim_of: Callable[[T], Claim]) -> dict[int, list[tuple[int, T]]]:
+    groups: dict[int, list[tuple[int, T]]] = {}
+    for place, item in enumerate(items):
+        groups.setdefault(claim_of(item).token % MAX_PARTITIONS, []).append((place, item))
+    return groups
+
+
+async def open_partitioned(store: Store, partitions_of: Callable[[str], int]) -> Store:
+    """``store`` opened, and wrapped to spread each type over its partitions."""
+    await store.open()
+    return PartitionedStore(store, partitions_of)

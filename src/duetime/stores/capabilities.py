@@ -1,0 +1,154 @@
+"""Capabilities: what a store may do beyond the core :class:`~duetime.stores.base.Store`
+protocol, each a protocol of its own that a store implements or not.
+
+A feature names the capabilities it needs (``Feature.needs``); :func:`require` refuses a
+store without one, naming both. Every store duetime ships has :data:`ENTRIES`,
+:data:`SCHEDULE_NAMES` and :data:`TELEMETRY`; only Redis has :data:`KEY_EVENTS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
+
+from duetime.errors import ConfigError
+from duetime.stores.base import NewTask
+from duetime.stores.telemetry import Telemetry
+
+
+@runtime_checkable
+class KeyEvents(Protocol):
+    """A store whose server tells which keys expire (Redis's keyspace notifications)."""
+
+    async def enable_key_events(self) -> list[str]:
+        """Make sure the server publishes the names of keys that expire (for Redis, the
+        ``E`` and ``x`` flags of ``notify-keyspace-events``, added to those set, none
+        removed). Returns what stops it, as messages saying what to set (``[]`` when all is
+        well)."""
+        ...
+
+    async def key_expiries(self, db: int, on_key: Callable[[str], None]) -> None:
+        """Call ``on_key`` with the name of every key of database ``db`` that expires, until
+        cancelled; reconnects by itself. At most once: a key that expires while no
+        connection listens leaves no trace."""
+        ...
+
+    async def schedule_event(
+        self, task_type: str, event: str, task: NewTask, *, window_ms: int
+    ) -> bool:
+        """Write ``task`` unless ``event`` was turned into a task of the type in the last
+        ``window_ms`` (by any process), atomically; returns whether this call wrote it.
+        Every worker hears a key expire: this makes it one task."""
+        ...
+
+    def check_key_database(self, db: int) -> None:
+        """Refuse a database the server does not have.
+
+        Raises:
+            ConfigError: saying which it has (a Redis Cluster has database 0 only).
+        """
+
+
+@runtime_checkable
+class Entries(Protocol):
+    """A store of expiring entries: tasks whose id is a key, due when the key expires."""
+
+    async def put_entry(
+        self, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
+    ) -> list[int]:
+        """Write expiring entries (ids distinct): each atomically, in order; returns, per
+        entry, when it expires.
+
+        An entry whose id is live (due after ``now_ms``) gets the record given, and the due
+        time given unless ``keep_ttl`` (it keeps its own). One that expired but no worker
+        claimed yet (due at or before ``now_ms``) is first moved, as it is and still due, to
+        the id ``"<id>@<its due ms>"``, so that its expiry is still handled; the entry is
+        then written new, as is one whose id is free, running or dead (as ``schedule``
+        writes an id: a new occurrence). Wakes workers when an entry becomes the earliest
+        of its type.
+        """
+        ...
+
+    async def remove_entry(self, task_type: str, task_id: str, now_ms: int) -> bool:
+        """Remove the entry ``task_id`` if it is live (due after ``now_ms``), atomically;
+        returns whether it was. An expired entry is left to be handled."""
+        ...
+
+
+@runtime_checkable
+class ScheduleNames(Protocol):
+    """A store's index of named schedules (cron), unique across the namespace."""
+
+    async def add_schedule_name(self, name: str, task_type: str) -> str:
+        """Record that the schedule ``name`` lives in ``task_type``, unless the name is
+        taken already; returns the task type the name belongs to, atomically."""
+        ...
+
+    async def remove_schedule_name(self, name: str) -> None:
+        """Forget the schedule ``name``. Safe to call twice."""
+
+    async def schedule_names(self) -> dict[str, str]:
+        """Every schedule name of the namespace, with the task type it lives in."""
+        ...
+
+
+@runtime_checkable
+class HasTelemetry(Protocol):
+    """A store that keeps workers' heartbeats and per-minute counts for watchers."""
+
+    @property
+    def telemetry(self) -> Telemetry: ...
+
+
+P = TypeVar("P")
+
+
+@dataclass(frozen=True, slots=True)
+class Capability(Generic[P]):
+    """A capability as features name it: what it is called, its protocol ``P``, and what
+    kind of store has it (for the message that refuses one without it)."""
+
+    name: str
+    protocol: Any  # the protocol class P (a protocol is not a concrete type[P] to mypy)
+    wanted: str
+
+
+KEY_EVENTS: Capability[KeyEvents] = Capability("key expiry events", KeyEvents, "a Redis store")
+ENTRIES: Capability[Entries] = Capability(
+    "expiring entries", Entries, "a store that keeps expiring entries"
+)
+SCHEDULE_NAMES: Capability[ScheduleNames] = Capability(
+    "named schedules", ScheduleNames, "a store that keeps schedule names"
+)
+TELEMETRY: Capability[HasTelemetry] = Capability(
+    "telemetry (heartbeats and per-minute counts)", HasTelemetry, "a store with telemetry"
+)
+
+
+def has(store: object, capability: Capability[Any]) -> bool:
+    """Whether ``store`` (the store object itself, not a wrapper around it) has it."""
+    return isinstance(store, capability.protocol)
+
+
+def use(store: object, capability: Capability[P]) -> P:
+    """``store`` seen through ``capability``, which was checked when it was registered or
+    the store opened (a partitioned store passes calls on to the store it wraps)."""
+    return cast(P, store)
+
+
+def require(store: object, capability: Capability[Any], who: str, where: str) -> None:
+    """Refuse ``store`` unless it has ``capability``.
+
+    Args:
+        who: what needs it, for the message (``"key expiry handlers"``).
+        where: the store, for the message (its URL, password hidden).
+
+    Raises:
+        ConfigError: naming what needs it, the store and the capability.
+    """
+    if not has(store, capability):
+        raise ConfigError(
+            f"{who} need {capability.wanted}: the store {where} ({type(store).__name__}) "
+            f"has no {capability.name}"
+        )

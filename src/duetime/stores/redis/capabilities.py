@@ -1,0 +1,104 @@
+"""What the Redis store does beyond the core protocol
+(:mod:`duetime.stores.capabilities`): expiring entries, key expiry events and the index of
+schedule names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, cast
+
+from redis.asyncio import Redis
+
+from duetime.errors import ConfigError
+from duetime.stores import wire
+from duetime.stores.base import NewTask
+from duetime.stores.redis import cluster as cluster_store
+from duetime.stores.redis import keyevents, names, wake
+from duetime.stores.redis.codec import SCHEDULE_CHUNK
+from duetime.stores.redis.connection import RedisConfig, errors
+from duetime.stores.redis.keys import TypeKeys, event_key, keyevent_channel
+
+
+class _Core(Protocol):
+    """What the capabilities use of the store."""
+
+    config: RedisConfig
+    _cluster: bool
+    _replicas: tuple[int, int] | None
+
+    @property
+    def client(self) -> Redis: ...
+
+    def keys(self, task_type: str) -> TypeKeys: ...
+
+    def _wake(self, task_type: str) -> str: ...
+
+    def _pubsub_connect(self) -> Redis: ...
+
+    async def _run(self, name: str, keys: list[str], args: list[Any]) -> Any: ...
+
+
+class RedisCapabilities:
+    """The Redis store's capabilities, as a part of :class:`~.store.RedisStore`."""
+
+    # -- expiring entries -----------------------------------------------------------------
+
+    async def put_entry(
+        self: _Core, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
+    ) -> list[int]:
+        k = self.keys(task_type)
+        keys = [k.due, k.data, k.dead, k.meta]
+        dues: list[int] = []
+        for start in range(0, len(entries), SCHEDULE_CHUNK):
+            args: list[Any] = [self._wake(task_type), task_type, now_ms, "1" if keep_ttl else "0"]
+            for entry in entries[start : start + SCHEDULE_CHUNK]:
+                args += (entry.id, entry.due_ms, entry.record)
+            dues += (wire.ms(at) for at in await self._run("put_entry", keys, args))
+        return dues
+
+    async def remove_entry(self: _Core, task_type: str, task_id: str, now_ms: int) -> bool:
+        k = self.keys(task_type)
+        reply = await self._run("remove_entry", [k.due, k.data, k.meta], [task_id, now_ms])
+        return bool(reply[0])
+
+    # -- key expiry events ------------------------------------------------------------------
+
+    async def enable_key_events(self: _Core) -> list[str]:
+        if self._cluster:
+            return await cluster_store.enable_key_events(cast(Any, self.client))
+        return await keyevents.enable(self.client)
+
+    async def key_expiries(self: _Core, db: int, on_key: Callable[[str], None]) -> None:
+        channel, what = keyevent_channel(db), f"key expiry events of db {db}"
+        if self._cluster:
+            return await cluster_store.key_expiries(cast(Any, self.client), channel, on_key, what)
+        on_message = lambda data: on_key(wire.text(data))  # noqa: E731
+        await wake.subscribe(self._pubsub_connect, channel, on_message, what=what)
+
+    async def schedule_event(
+        self: _Core, task_type: str, event: str, task: NewTask, *, window_ms: int
+    ) -> bool:
+        k = self.keys(task_type)
+        keys = [event_key(k, event), k.due, k.data, k.dead, k.meta]
+        args = [window_ms, self._wake(task_type), task_type, task.id, task.due_ms, task.record]
+        return bool((await self._run("schedule_event", keys, args))[0])
+
+    def check_key_database(self: _Core, db: int) -> None:
+        if self._cluster and db != 0:
+            raise ConfigError(f"a Redis Cluster has database 0 only, not {db}")
+
+    # -- cron schedule names ---------------------------------------------------------------
+
+    async def add_schedule_name(self: _Core, name: str, task_type: str) -> str:
+        async with errors("add_schedule_name"):
+            return await names.add(
+                self.client, self.config.namespace, name, task_type, self._replicas
+            )
+
+    async def remove_schedule_name(self: _Core, name: str) -> None:
+        async with errors("remove_schedule_name"):
+            await names.remove(self.client, self.config.namespace, name, self._replicas)
+
+    async def schedule_names(self: _Core) -> dict[str, str]:
+        async with errors("schedule_names"):
+            return await names.read(self.client, self.config.namespace)
