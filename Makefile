@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: package install check test test-pythons bench ab demo clean
+.PHONY: package install check docs test test-pythons bench ab demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,12 +21,18 @@ install: package
 	@scripts/ensure-chromium
 
 check: install
-	$(BIN)/ruff format --check src tests bench examples
-	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples scripts
+	$(BIN)/ruff check src tests bench examples scripts
 	$(BIN)/mypy
 
+# The documentation site (mkdocs.yml) into site/, in a few seconds. --strict makes every
+# warning fail: a broken link or anchor, a page missing from the nav, a docstring that does
+# not parse. NO_MKDOCS_2_WARNING quiets the theme's banner about MkDocs' future.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
 # Branch coverage of the tests' own process (worker subprocesses are not counted).
-test: check
+test: check docs
 	$(BIN)/pytest --cov=duetime --cov-branch --cov-report=term:skip-covered --cov-fail-under=85
 
 # The test suite on other Pythons, each in its own venv; not part of `make test` (CI runs
@@ -61,4 +67,4 @@ demo: package
 	$(BIN)/python examples/series_premiere.py
 
 clean:
-	rm -rf $(VENV) .venv-* .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .venv-* .pytest_cache .mypy_cache .ruff_cache site

@@ -42,6 +42,8 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
             ``postgresql://...`` or ``sqlite:///path``. None reads ``DUETIME_URL`` when the
             store is first needed, and without it uses the SQLite file ``duetime.db`` in
             the working directory.
+
+    Keyword Args:
         namespace: keeps apps sharing one store apart.
         clock: where "now" comes from; by default the store's own clock.
         max_payload_bytes: the largest payload accepted, as JSON.

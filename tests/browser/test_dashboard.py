@@ -1,6 +1,6 @@
 """The dashboard in a real headless Chromium (the system's, driven by Playwright), served by
 uvicorn over a real store: what a user sees and clicks, checked in the store afterwards.
-Also writes the README's screenshots, ``docs/screenshots/*.png``.
+Also writes the screenshots of docs/dashboard.md and the README, ``docs/screenshots/*.png``.
 
 The same pages over HTTP, without a browser, are tests/integration/test_dashboard.py."""
 

@@ -1,4 +1,5 @@
-"""The examples run as the README says, on the embedded default store."""
+"""The examples run as the docs say (docs/getting-started.md, `make demo`), on the embedded
+default store."""
 
 from __future__ import annotations
 
