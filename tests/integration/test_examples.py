@@ -102,3 +102,23 @@ def test_the_fastapi_example_runs_under_uvicorn(tmp_path: Path) -> None:
             return None if info is None else info.state
 
     assert asyncio.run(still_due()) == "due"
+
+
+def test_the_sync_script_example_schedules_from_blocking_code(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "DUETIME_URL"}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    script = [sys.executable, str(ROOT / "examples" / "sync_script.py")]
+    for _ in range(2):  # run twice: the same ids move, nothing is doubled
+        done = subprocess.run(
+            script, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split(" due at ")[0] for line in lines[:3]] == [
+        "report for acme",
+        "report for globex",
+        "report for initech",
+    ]
+    assert lines[3] == "monthly-acme: due, payload {'customer': 'acme'}"
+    assert lines[4] == "counts: {'due': 2, 'running': 0, 'dead': 0}"
+    assert (tmp_path / "duetime.db").exists()
