@@ -1,6 +1,7 @@
 """The duetime command as people type it: durations and times in the forms people write,
 errors that name their option, ``--version``, ``--log-level`` after the command, clear
-``MODULE:APP`` mistakes, ``ls --state all`` and empty listings, a task that is not there."""
+``MODULE:APP`` mistakes, ``ls --state all`` and empty listings, a task that is not there,
+and the warning when no worker ran on the store (the worker on another SQLite file)."""
 
 from __future__ import annotations
 
@@ -201,3 +202,39 @@ def test_show_of_a_task_that_is_not_there_says_finished_tasks_are_not_kept(
         assert result.stderr == (
             "Error: no task mail/gone: not due, running or dead (finished tasks are not kept)\n"
         )
+
+
+async def run_a_worker(url: str, namespace: str) -> None:
+    """A worker of the app that starts and stops (as one does when restarted)."""
+    app = duetime.App(url, namespace=namespace)
+
+    @app.task("mail")
+    async def mail(payload: object) -> None: ...
+
+    worker = app.worker(["mail"])
+    run = asyncio.create_task(worker.run())
+    try:
+        await asyncio.wait_for(worker.started.wait(), 10)
+    finally:
+        worker.stop()
+        await asyncio.wait_for(run, 15)
+        await app.close()
+
+
+def test_schedule_warns_when_no_worker_ran_on_the_store_in_the_last_minute(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    where = env["url"].replace("sqlite:///", f"sqlite:///{tmp_path}/")  # absolute
+    warning = (
+        f"warning: no worker has run on {where} (namespace {env['namespace']}) in the last "
+        "minute: is one running on this store?\n"
+    )
+    for args in (["schedule", "mail", "m1"], ["submit", "mail", "--json"]):
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+        assert result.stderr == warning
+    assert len(json.loads(ok("ls", "--json"))) == 2  # warned, and done
+    asyncio.run(run_a_worker(env["url"], env["namespace"]))  # started, and stopped
+    for args in (["schedule", "mail", "m2"], ["submit", "mail"]):
+        result = invoke(*args)
+        assert result.exit_code == 0 and result.stderr == "", result.output

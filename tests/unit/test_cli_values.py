@@ -1,13 +1,15 @@
 """The values the duetime command reads (``cli/values.py``): durations and times as people
-write them."""
+write them, and how a store is named in messages."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from duetime.cli.values import parse_duration, parse_time
+from duetime.stores import shown_url
 
 
 @pytest.mark.parametrize(
@@ -76,3 +78,12 @@ def test_times_need_an_offset_and_say_how_to_add_one() -> None:
     )
     with pytest.raises(ValueError, match="is not an ISO 8601 time, e.g. 2030-01-02T09:00:00Z"):
         parse_time("next monday")
+
+
+def test_a_store_is_named_with_its_sqlite_path_absolute_and_no_password() -> None:
+    here = os.getcwd()
+    assert shown_url("sqlite:///duetime.db") == f"sqlite:///{here}/duetime.db"
+    assert shown_url("sqlite:///data/x.db?synchronous=normal") == f"sqlite:///{here}/data/x.db"
+    assert shown_url("sqlite:////var/lib/x.db") == "sqlite:////var/lib/x.db"
+    assert shown_url("redis://user:s3cret@host:6379/0") == "redis://user:***@host:6379/0"
+    assert shown_url("postgresql://me:pw@db/app") == "postgresql://me:***@db/app"

@@ -10,6 +10,7 @@ from typing import Any, cast
 import click
 
 from duetime.admin import bulk
+from duetime.app import App
 from duetime.cli.output import (
     TASK_HEADER,
     echo,
@@ -23,9 +24,15 @@ from duetime.cli.output import (
 )
 from duetime.cli.target import Target, app_command, warn_invalid
 from duetime.cli.values import MAX_COUNT, JsonObject, Moment, Seconds
-from duetime.errors import BulkIncomplete
+from duetime.errors import BulkIncomplete, DuetimeError
+from duetime.features.telemetry.presence import seen_since
 from duetime.model import TaskInfo
+from duetime.stores import shown_url
 from duetime.stores.base import STATES, State
+
+#: How recently a worker must have run on the store for ``schedule`` and ``submit`` not to
+#: warn: a minute, four times the lapse of a live worker's heartbeat.
+SEEN_WITHIN_MS = 60_000
 
 
 def task_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -81,6 +88,28 @@ def task_fields(
     }
 
 
+async def worker_seen(app: App) -> bool:
+    """Whether a worker ran on the app's store and namespace in the last minute (one read);
+    True when the store cannot tell, so that asking never fails a command."""
+    try:
+        return await seen_since(await app.open(), await app.now_ms() - SEEN_WITHIN_MS)
+    except DuetimeError:
+        return True
+
+
+def warn_no_worker(app: App) -> None:
+    """Say on stderr that no worker ran on the app's store lately: the task may wait long,
+    and the most common reason is a worker on another store (a relative SQLite path from
+    another working directory), so the store is named in full."""
+    where = shown_url(app.url)
+    if app.namespace != "default":
+        where += f" (namespace {app.namespace})"
+    click.echo(
+        f"warning: no worker has run on {where} in the last minute: is one running on this store?",
+        err=True,
+    )
+
+
 @app_command()
 @click.argument("task_type")
 @click.argument("task_id")
@@ -90,15 +119,18 @@ def schedule(task_type: str, task_id: str, **options: Any) -> None:
     target = Target.from_options(options)
     fields = task_fields(**options)
 
-    async def call() -> datetime:
+    async def call() -> tuple[datetime, bool]:
         await target.adopt(task_type)
-        return await target.app.schedule(task_type, task_id, **fields)
+        due = await target.app.schedule(task_type, task_id, **fields)
+        return due, await worker_seen(target.app)
 
-    due = target.run(call)
+    due, seen = target.run(call)
     if target.as_json:
         emit({"type": task_type, "id": task_id, **times("due", due)})
     else:
         echo(f"{task_type}/{task_id} due {when(due)}")
+    if not seen:
+        warn_no_worker(target.app)
 
 
 @app_command()
@@ -109,15 +141,18 @@ def submit(task_type: str, **options: Any) -> None:
     target = Target.from_options(options)
     fields = task_fields(**options)
 
-    async def call() -> str:
+    async def call() -> tuple[str, bool]:
         await target.adopt(task_type)
-        return await target.app.submit(task_type, **fields)
+        task_id = await target.app.submit(task_type, **fields)
+        return task_id, await worker_seen(target.app)
 
-    task_id = target.run(call)
+    task_id, seen = target.run(call)
     if target.as_json:
         emit({"type": task_type, "id": task_id})
     else:
         echo(task_id)
+    if not seen:
+        warn_no_worker(target.app)
 
 
 @app_command()
