@@ -146,41 +146,46 @@ def lift_app(command: click.Command, args: list[str]) -> list[str]:
     return args
 
 
-def app_command(name: str | None = None) -> Callable[[Callable[..., None]], click.Command]:
+def app_command(
+    name: str | None = None, *, prints_json: bool = True
+) -> Callable[[Callable[..., None]], click.Command]:
     """A command on an app or a store URL (``--app``, ``--url``, ``--namespace``), with
-    ``--json``; ``duetime.cli.group`` adds it to the ``duetime`` command."""
+    ``--json`` unless it prints no result (``prints_json=False``: the dashboard);
+    ``duetime.cli.group`` adds it to the ``duetime`` command."""
 
     def make(fn: Callable[..., None]) -> click.Command:
-        return click.command(name=name, cls=AppCommand)(target_options(fn))
+        return click.command(name=name, cls=AppCommand)(target_options(fn, prints_json))
 
     return make
 
 
-def target_options(command: F) -> F:
+def target_options(command: F, prints_json: bool = True) -> F:
     """``--app``, ``--url``, ``--namespace`` and ``--json``: where a command works, and how
     it prints."""
-    for option in reversed(
-        (
-            click.option(
-                "--app",
-                "app_path",
-                envvar="DUETIME_APP",
-                metavar="MODULE:APP",
-                help="The app, imported from the working directory (or the first argument).",
-            ),
-            click.option(
-                "--url",
-                envvar="DUETIME_URL",
-                help="The store, when no app is given: redis://..., sqlite:///path, ...",
-            ),
-            click.option(
-                "--namespace",
-                envvar="DUETIME_NAMESPACE",
-                help="The namespace in the store (with --url)  [default: default]",
-            ),
-            click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
+    options = [
+        click.option(
+            "--app",
+            "app_path",
+            envvar="DUETIME_APP",
+            metavar="MODULE:APP",
+            help="The app, imported from the working directory (or the first argument).",
+        ),
+        click.option(
+            "--url",
+            envvar="DUETIME_URL",
+            help="The store, when no app is given: redis://..., sqlite:///path, ...",
+        ),
+        click.option(
+            "--namespace",
+            envvar="DUETIME_NAMESPACE",
+            help="The namespace in the store (with --url)  [default: default]",
+        ),
+    ]
+    if prints_json:
+        options.append(
+            click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
         )
-    ):
+    for option in reversed(options):
         command = option(command)
     return command
 
@@ -225,8 +230,12 @@ class Target:
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Target:
         """The app of a command's target options, taken out of its ``options``."""
-        names = ("app_path", "url", "namespace", "as_json")
-        return cls.resolve(*(options.pop(name) for name in names))
+        return cls.resolve(
+            options.pop("app_path"),
+            options.pop("url"),
+            options.pop("namespace"),
+            options.pop("as_json", False),  # a command that prints no result has no --json
+        )
 
     async def adopt(self, *names: str) -> None:
         """A bare app learns the types ``names`` from the store; an app from a module knows
