@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: package install check docs test test-pythons bench ab demo clean
+.PHONY: package install check docs test test-fast test-pythons bench ab demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,9 +31,18 @@ check: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-# Branch coverage of the tests' own process (worker subprocesses are not counted).
+# Every test, spread over processes (pytest-xdist; each process starts its own servers),
+# with the branch coverage of the tests' own processes (worker subprocesses are not
+# counted). TEST_PROCESSES=1 runs them in one process.
+TEST_PROCESSES ?= 3
 test: check docs
-	$(BIN)/pytest --cov=duetime --cov-branch --cov-report=term:skip-covered --cov-fail-under=85
+	$(BIN)/pytest -n $(TEST_PROCESSES) --cov=duetime --cov-branch \
+	  --cov-report=term:skip-covered --cov-fail-under=85
+
+# For iteration, in under three minutes: lint, types, the unit tests and the contract suite
+# on SQLite (no server needed but the file).
+test-fast: check
+	$(BIN)/pytest -n 2 -q tests/unit tests/contract -k "sqlite or not contract"
 
 # The test suite on other Pythons, each in its own venv; not part of `make test` (CI runs
 # the default python3). Name interpreters by path where pyenv's shims do not work:
