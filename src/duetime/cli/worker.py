@@ -38,6 +38,13 @@ from duetime.errors import DuetimeError
     show_default=True,
     help="The interface to serve metrics on.",
 )
+@click.option(
+    "--burst",
+    is_flag=True,
+    help="Run what is due now, then exit once nothing is due and nothing runs: exit code 0, "
+    "or 1 if a task ended in the dead letters meanwhile (for CI jobs and cron-started "
+    "workers).",
+)
 def worker(
     app_path: str,
     types: tuple[str, ...],
@@ -45,16 +52,22 @@ def worker(
     no_gc_tuning: bool,
     metrics_port: int | None,
     metrics_host: str,
+    burst: bool,
 ) -> None:
-    """Run a worker for every task type of MODULE:APP until SIGTERM or SIGINT."""
+    """Run a worker for every task type of MODULE:APP until SIGTERM or SIGINT (with
+    --burst, until nothing is due)."""
     app = load_app(app_path)
     try:
-        app.run(
+        ran = app.run(
             list(types) or None,
             grace=grace,
             gc_tuning=not no_gc_tuning,
             metrics_port=metrics_port,
             metrics_host=metrics_host,
+            burst=burst,
         )
     except DuetimeError as exc:
         raise click.ClickException(str(exc)) from None
+    if burst and ran.dead_lettered:
+        click.echo(f"{ran.dead_lettered} task(s) ended in the dead letters", err=True)
+        raise SystemExit(1)
