@@ -1,5 +1,6 @@
 """Testing code that schedules: an app on a store and a clock of the test's own
-(:func:`harness`). See docs/testing.md."""
+(:func:`harness`), and a pytest plugin with a ``duetime_harness`` fixture
+(:mod:`duetime.testing.pytest_plugin`). See docs/testing.md."""
 
 from __future__ import annotations
 
