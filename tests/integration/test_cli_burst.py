@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import duetime
+from tests.servers import RedisServer
 
 APP_MODULE = """
 import os, duetime
@@ -119,3 +120,20 @@ def test_app_run_in_a_burst_returns_the_worker_with_its_dead_letters(
     worker = app.run(burst=True, gc_tuning=False)
     assert worker.dead_lettered == 1
     assert ledger() == ["x 1", "y 1"]
+
+
+@pytest.mark.slow  # about 10 s: each try waits for the Redis client's own retries
+async def test_a_burst_whose_store_goes_away_ends_with_its_error() -> None:
+    with RedisServer() as server:
+        app = duetime.App(server.url)
+
+        @app.task("mail")
+        async def mail(payload: dict[str, object]) -> None:
+            server.kill()  # SIGKILL: the store is gone before this outcome is settled
+
+        await app.schedule("mail", "m")
+        began = time.monotonic()
+        with pytest.raises(duetime.StoreError):
+            await app.worker(burst=True, monitored=False).run()
+        assert time.monotonic() - began < 20  # no final flush against a store that is gone
+        await app.close()

@@ -66,7 +66,7 @@ async def run_burst(
 
     Returns:
         None, or the error that ended it: the store failed :data:`BURST_STORE_TRIES` times
-        in a row.
+        in a row (the outcomes not settled then stay in the outbox).
     """
     claimed = failures = 0
     confirmed = False  # a round found nothing after the listeners caught up

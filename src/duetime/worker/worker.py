@@ -203,8 +203,8 @@ class Worker:
         runs); then finish or hand back every claimed task.
 
         Raises:
-            StoreError: a burst ended because its store failed again and again (what ran
-                was settled as far as the store allowed).
+            StoreError: a burst ended because its store failed again and again (the
+                leases of what ran but was not settled expire, and those tasks run again).
         """
         app = self.app
         store = await app.open()
@@ -260,11 +260,11 @@ class Worker:
         async with asyncio.TaskGroup() as group:
             helpers = [
                 group.create_task(renew_loop(store, runners, clock)),
-                group.create_task(outbox.flush_loop(store)),
                 group.create_task(_upkeep_loop(store, clock)),
             ]
-            if self.burst is None:  # a burst claims again as runs end, and asks no wake-up
+            if self.burst is None:  # a burst settles and claims as runs end: no wake-ups
                 helpers.append(group.create_task(store.listen(self._on_wake)))
+                helpers.append(group.create_task(outbox.flush_loop(store)))
             helpers += (
                 group.create_task(loop)
                 for listener in listeners
@@ -278,12 +278,13 @@ class Worker:
                 self.started.set()
                 failure = await run_burst(self.burst, store, runners, outbox, listeners)
             await self._drain()
-            await outbox.final_flush(store)
+            if failure is None:  # else the store failed again and again: the leases expire
+                await outbox.final_flush(store)
             await _cancel_until_done(helpers)
             for listener in listeners:
                 finish = functools.partial(_finished, listener, store, clock)
                 await _log_problems(finish, "finish the worker's records")
-        if failure is not None:  # raised once what ran is settled, outside the task group
+        if failure is not None:  # raised once the worker's loops are over, outside the group
             raise failure
 
     def _on_wake(self, task_type: str, due_ms: int) -> None:
