@@ -130,3 +130,11 @@ def test_without_an_app_the_fixture_says_how_to_name_one(
     proc = pytest_run(tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert message in proc.stdout
+
+
+def test_without_an_async_runner_the_fixture_says_which_it_needs(tmp_path: Path) -> None:
+    project(tmp_path, "", APP_FIXTURE, mark="", asyncio=False)
+    (tmp_path / "test_mail.py").write_text("def test_sync(duetime_harness):\n    pass\n")
+    proc = pytest_run(tmp_path, "-p", "no:asyncio", "-p", "no:anyio")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "duetime_harness is an async fixture: run the test with pytest-asyncio" in proc.stdout

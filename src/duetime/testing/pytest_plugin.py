@@ -41,9 +41,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     asyncio_plugin = config.pluginmanager.get_plugin("asyncio")
-    if asyncio_plugin is not None:  # pytest-asyncio is installed and enabled
+    # pytest_asyncio.fixture, from the plugin pytest loaded (absent: pytest-asyncio is not
+    # installed or is disabled, or some other plugin took the name; no fixture for it then)
+    make = getattr(asyncio_plugin, "fixture", None)
+    if callable(make):
         holder = types.ModuleType("duetime.testing.pytest_asyncio_fixture")
-        make = asyncio_plugin.fixture  # pytest_asyncio.fixture, from the loaded plugin
         fixture = make(name="duetime_harness_asyncio")(_harness_fixture())
         holder.duetime_harness_asyncio = fixture  # type: ignore[attr-defined]
         config.pluginmanager.register(holder, "duetime-asyncio-fixture")
