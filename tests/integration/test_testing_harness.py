@@ -313,9 +313,10 @@ async def test_max_runs_stops_a_task_that_keeps_coming_due() -> None:
 # -- the app's own state ------------------------------------------------------------------
 
 
-async def test_the_app_is_restored_exactly_also_after_an_exception(tmp_path: Path) -> None:
-    own = tmp_path / "own"
-    own.mkdir()
+async def test_the_app_is_restored_exactly_also_after_an_exception(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    own = tmp_path_factory.mktemp("own")  # the app's own store, outside the working directory
     app = duetime.App(f"sqlite:///{own / 'app.db'}")
 
     @app.task("mail")
@@ -337,10 +338,6 @@ async def test_the_app_is_restored_exactly_also_after_an_exception(tmp_path: Pat
     with pytest.raises(RuntimeError, match="async with"):
         await h.run_due()
     await app.close()
-    (own / "app.db").unlink()
-    for extra in own.iterdir():  # SQLite's WAL files
-        extra.unlink()
-    own.rmdir()
 
 
 async def test_an_app_never_opened_is_left_unopened() -> None:
