@@ -153,8 +153,11 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
 
     def run(
         self, types: Sequence[str] | None = None, *, gc_tuning: bool = True, **options: Any
-    ) -> None:
-        """Run a worker until SIGTERM or SIGINT, then shut down gracefully.
+    ) -> Worker:
+        """Run a worker until SIGTERM or SIGINT, then shut down gracefully; with
+        ``burst=True``, until nothing is due and nothing runs (or a signal). Returns the
+        worker once it stopped: its ``dead_lettered`` says how many occurrences went to the
+        dead letters meanwhile.
 
         The worker owns the process: unless ``gc_tuning`` is False, the garbage collector
         skips the objects that exist when the worker starts and collects young objects
@@ -162,7 +165,9 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
         """
         from duetime.worker.runtime import run_worker
 
-        run_worker(self.worker(types, **options), gc_tuning=gc_tuning)
+        worker = self.worker(types, **options)
+        run_worker(worker, gc_tuning=gc_tuning)
+        return worker
 
     def sync(self) -> SyncClient:
         """A blocking client with the same calls, for code that is not async."""

@@ -4,8 +4,9 @@ cancel, retry)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from datetime import datetime, timedelta
 from typing import Any, Self, TypedDict
 
@@ -166,6 +167,29 @@ class Client(CronCalls):
         if store is not None:
             await store.close()
         self._clock = self._given_clock
+
+    @contextlib.asynccontextmanager
+    async def using(self, store: Store, *, clock: Clock | None = None) -> AsyncIterator[Self]:
+        """Work on ``store`` (a store object, not open) and ``clock`` within the block, in
+        place of the client's own store and clock: for tests (``duetime.testing``).
+
+        The client's own store is not touched (not opened, not closed); on exit, also on an
+        exception, ``store`` is closed if the block opened it, and the client is as it was
+        (open or not, with its own clock). Calls running elsewhere on the client meanwhile
+        see the swap too.
+        """
+        saved = self._given_store, self._given_clock, self._made, self._store, self._clock
+        opening = self._opening
+        self._given_store, self._given_clock, self._clock = store, clock, clock
+        self._made = self._store = self._opening = None
+        try:
+            yield self
+        finally:
+            try:
+                await self.close()
+            finally:
+                self._given_store, self._given_clock, self._made, self._store, self._clock = saved
+                self._opening = opening
 
     async def __aenter__(self) -> Self:
         await self.open()

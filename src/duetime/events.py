@@ -56,7 +56,8 @@ class WorkerEvent:
         error: what the handler raised (failed, retried, dead_lettered).
         count: how many ticks were missed (missed_ticks); 1 otherwise.
         instruction: what a poller dispatched (dispatched).
-        exception: what made a poller's call fail (poll_failed).
+        exception: what the handler raised (failed: with its traceback), or what made a
+            poller's call fail (poll_failed).
     """
 
     kind: EventKind
@@ -117,6 +118,11 @@ class Listener:
         """Work of the listener's own while the worker runs, each cancelled when it stops
         (a heartbeat, a flush of what was counted)."""
         return []
+
+    async def wait_idle(self) -> None:
+        """Return once the work the listener began on the events so far is done (a poller's
+        next call brought forward as its instruction ended): a worker in a burst waits for
+        it before it decides that nothing more is due. An exception is logged."""
 
     async def finish(self, store: Store, clock: Clock) -> None:
         """Called once the worker stopped claiming, its handlers ended and their outcomes

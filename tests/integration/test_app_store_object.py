@@ -5,6 +5,8 @@ and detached apps; and a feature the store cannot serve is refused naming both."
 from __future__ import annotations
 
 import asyncio
+import importlib
+import sys
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -149,3 +151,28 @@ async def test_a_store_named_later_is_checked_when_it_opens(
     with pytest.raises(duetime.ConfigError, match=r"need a Redis store.*late\.db"):
         await app.open()
     await app.close()
+
+
+async def test_duetime_url_set_after_the_app_module_is_imported_is_the_one_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DUETIME_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "lateapp.py").write_text(
+        "import duetime\napp = duetime.App()\n@app.task('mail')\nasync def mail(payload): ...\n"
+    )
+    monkeypatch.delitem(sys.modules, "lateapp", raising=False)
+    app = importlib.import_module("lateapp").app  # made before DUETIME_URL is set
+    url = f"sqlite:///{tmp_path / 'set-later.db'}"
+    monkeypatch.setenv("DUETIME_URL", url)  # as a test's fixture would, after the import
+    try:
+        await app.schedule("mail", "m1", delay=60)
+        assert app.url == url
+    finally:
+        await app.close()
+        monkeypatch.delitem(sys.modules, "lateapp", raising=False)
+    assert not (tmp_path / "duetime.db").exists()
+    async with duetime.App(url) as other:
+        other.declare("mail")
+        assert [t.task_id for t in await other.list("mail")] == ["m1"]

@@ -57,6 +57,13 @@ from duetime.health import DEFAULT_HEALTH_INTERVAL
     show_default=True,
     help="Seconds the store may go without answering before /healthz answers 503.",
 )
+@click.option(
+    "--burst",
+    is_flag=True,
+    help="Run what is due now, then exit once nothing is due and nothing runs: exit code 0, "
+    "or 1 if a task ended in the dead letters meanwhile (for CI jobs and cron-started "
+    "workers).",
+)
 def worker(
     app_path: str,
     types: tuple[str, ...],
@@ -67,11 +74,13 @@ def worker(
     health_port: int | None,
     health_host: str | None,
     health_interval: float,
+    burst: bool,
 ) -> None:
-    """Run a worker for every task type of MODULE:APP until SIGTERM or SIGINT."""
+    """Run a worker for every task type of MODULE:APP until SIGTERM or SIGINT (with
+    --burst, until nothing is due)."""
     app = load_app(app_path)
     try:
-        app.run(
+        ran = app.run(
             list(types) or None,
             grace=grace,
             gc_tuning=not no_gc_tuning,
@@ -80,6 +89,10 @@ def worker(
             health_port=health_port,
             health_host=health_host,
             health_interval=health_interval,
+            burst=burst,
         )
     except DuetimeError as exc:
         raise click.ClickException(str(exc)) from None
+    if burst and ran.dead_lettered:
+        click.echo(f"{ran.dead_lettered} task(s) ended in the dead letters", err=True)
+        raise SystemExit(1)

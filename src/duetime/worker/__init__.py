@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from duetime.events import Listener, WorkerEvent
+from duetime.worker.burst import Burst
 from duetime.worker.worker import Worker
 
-__all__ = ["Listener", "WorkerEvent", "Worker"]
+__all__ = ["Burst", "Listener", "WorkerEvent", "Worker"]

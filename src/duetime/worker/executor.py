@@ -254,7 +254,7 @@ class _Job:
         except Exception as exc:
             if timed:
                 took = (time.monotonic() - began) * 1000
-                self._event("failed", duration_ms=took, error=outcome.describe(exc))
+                self._event("failed", duration_ms=took, error=outcome.describe(exc), exception=exc)
             return exc
         if timed:
             self._event("succeeded", duration_ms=(time.monotonic() - began) * 1000)

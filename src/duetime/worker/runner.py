@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
-from duetime.stores.base import Claim, Outcome, Store
+from duetime.stores.base import Claim, ClaimBatch, Outcome, Store
 from duetime.tasktype import TaskType
 from duetime.validate import duration_ms
 from duetime.worker.executor import Executor
@@ -93,7 +93,6 @@ class TypeRunner:
         pause = pacing.pause.total_seconds()
         idle_ms = duration_ms("max_idle", pacing.max_idle)
         lookahead_ms = duration_ms("lookahead", pacing.lookahead, allow_zero=True)
-        loop = asyncio.get_running_loop()
         errors = 0
         while not self.stopping:
             self.signal.clear()
@@ -103,17 +102,8 @@ class TypeRunner:
                 await self.signal.wait()
                 continue
             limit = min(free, pacing.batch)
-            now_ms = clock.now_ms()
             try:
-                batch = await store.claim(
-                    task_type.name,
-                    now_ms=now_ms,
-                    limit=limit,
-                    lease_ms=self.lease_ms,
-                    max_stalls=policy.max_stalls,
-                    at_most_once=policy.delivery == "at_most_once",
-                    lookahead_ms=lookahead_ms,
-                )
+                batch = await self._claim(store, limit, lookahead_ms)
             except Exception as exc:  # a worker outlives any failure of its store
                 errors += 1
                 delay = store_backoff(errors)
@@ -123,12 +113,6 @@ class TypeRunner:
                 await self.wait(delay)
                 continue
             errors = 0
-            if batch.reaped:
-                log.info("%s: %d expired leases reaped", task_type.name, batch.reaped)
-            if batch.claims:
-                self._claimed(batch.claims, now_ms)
-            for claim in batch.claims:
-                self.start(loop, claim, early=claim.due_ms > now_ms)
             if len(batch.claims) == limit:
                 if pause:
                     await self.wait(pause)
@@ -139,6 +123,42 @@ class TypeRunner:
                 wait_ms = min(idle_ms, batch.next_ms - lookahead_ms - clock.now())
             if wait_ms > 0:
                 await self.wait(wait_ms / 1000)
+
+    async def claim_now(self, store: Store, most: int) -> int:
+        """Claim what is due now, up to the free slots and ``most``, and start running it:
+        a burst's claim (no look-ahead, no wait). Returns how many were claimed.
+
+        Raises:
+            StoreError: the claim failed (nothing was claimed).
+        """
+        limit = min(self.task_type.policy.concurrency - self.running, self.task_type.pacing.batch)
+        limit = min(limit, most)
+        if self.paused or self.stopping or limit <= 0:
+            return 0
+        return len((await self._claim(store, limit, 0)).claims)
+
+    async def _claim(self, store: Store, limit: int, lookahead_ms: int) -> ClaimBatch:
+        """One claim of up to ``limit`` tasks due by now and ``lookahead_ms``; each claimed
+        task starts running (at its due time)."""
+        task_type, policy = self.task_type, self.task_type.policy
+        now_ms = self.clock.now_ms()
+        batch = await store.claim(
+            task_type.name,
+            now_ms=now_ms,
+            limit=limit,
+            lease_ms=self.lease_ms,
+            max_stalls=policy.max_stalls,
+            at_most_once=policy.delivery == "at_most_once",
+            lookahead_ms=lookahead_ms,
+        )
+        if batch.reaped:
+            log.info("%s: %d expired leases reaped", task_type.name, batch.reaped)
+        if batch.claims:
+            self._claimed(batch.claims, now_ms)
+        loop = asyncio.get_running_loop()
+        for claim in batch.claims:
+            self.start(loop, claim, early=claim.due_ms > now_ms)
+        return batch
 
     def start(self, loop: asyncio.AbstractEventLoop, claim: Claim, *, early: bool) -> None:
         run = Run(claim, early)

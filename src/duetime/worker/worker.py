@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from duetime.clock import RESAMPLE_SECONDS, Clock, StoreClock
 from duetime.errors import UnknownTaskType, ValidationError
-from duetime.events import Events, Listener
+from duetime.events import Events, Listener, WorkerEvent
 from duetime.features.base import WorkerRun
 from duetime.stores.base import Store
+from duetime.worker.burst import Burst, run_burst
 from duetime.worker.executor import Executor
 from duetime.worker.failures import log_store_failure
 from duetime.worker.leases import renew_loop
@@ -78,10 +79,15 @@ class Worker:
             dead letter and missed tick (after the app's own, :meth:`App.add_listener`).
         monitored: keep a heartbeat record and per-minute counts in the store, for
             ``duetime workers``, ``duetime stats`` and the dashboard.
+        burst: run what is due now, then stop once nothing is due and nothing runs
+            (``duetime worker --burst``): True, or a :class:`~duetime.worker.burst.Burst`
+            with a cap on the runs.
 
     Attributes:
         id: this worker's id, ``host-pid-random``: unique among the live workers.
         metrics: the worker's Prometheus metrics (see :meth:`App.worker`), or None.
+        dead_lettered: how many occurrences went to the dead letters in its last
+            :meth:`run` (out of retries, aborted, or unreadable).
     """
 
     def __init__(
@@ -92,8 +98,13 @@ class Worker:
         grace: float = DEFAULT_GRACE_SECONDS,
         listeners: Iterable[Listener] = (),
         monitored: bool = True,
+        burst: Burst | bool = False,
     ) -> None:
         self.app = app
+        if not isinstance(burst, Burst | bool):
+            raise ValidationError("burst", "must be True, False or a duetime.worker.Burst")
+        self.burst = Burst() if burst is True else burst or None
+        self.dead_lettered = 0
         registry = app.registry
         names = (
             list(types)
@@ -194,21 +205,34 @@ class Worker:
 
     # -- main ---------------------------------------------------------------------------
 
+    async def write_declared(self) -> None:
+        """Write what the app's features declare for this worker's types (cron schedules,
+        pollers' tasks), as :meth:`run` does first, and run nothing: a test harness does so
+        as it starts, so that the first cron tick comes from its start time."""
+        app = self.app
+        run = self._worker_run(await app.open(), app.clock)
+        for feature in app.registry:
+            await feature.start(run)  # the listeners it returns are a run's: none started
+
+    def _worker_run(self, store: Store, clock: Clock) -> WorkerRun:
+        app = self.app
+        names = tuple(self._runners)
+        return WorkerRun(store, clock, names, app.namespace, self.id, self.status, self.monitored)
+
     async def run(self) -> None:
-        """Run until :meth:`stop` is called; then finish or hand back every claimed task."""
+        """Run until :meth:`stop` is called (in a burst, until nothing is due and nothing
+        runs); then finish or hand back every claimed task.
+
+        Raises:
+            StoreError: a burst ended because its store failed again and again (the
+                leases of what ran but was not settled expire, and those tasks run again).
+        """
         app = self.app
         store = await app.open()
         clock = app.clock
-        run = WorkerRun(
-            store,
-            clock,
-            tuple(self._runners),
-            app.namespace,
-            self.id,
-            self.status,
-            self.monitored,
-        )
-        listeners = list(self._listeners)
+        run = self._worker_run(store, clock)
+        self.dead_lettered = 0
+        listeners = [*self._listeners, _DeadLetters(self)]
         for feature in app.registry:
             listeners += await feature.start(run)
         for warning in store.durability_warnings():
@@ -232,7 +256,10 @@ class Worker:
                 await listener.start(store, clock)
                 started.append(listener)
             log.info(
-                "worker started: types %s, namespace %s", ", ".join(self._runners), app.namespace
+                "worker started: types %s, namespace %s%s",
+                ", ".join(self._runners),
+                app.namespace,
+                "" if self.burst is None else " (a burst: until nothing is due)",
             )
             await self._run(store, clock, runners, outbox, listeners)
         finally:
@@ -250,27 +277,36 @@ class Worker:
         outbox: Outbox,
         listeners: list[Listener],
     ) -> None:
+        failure = None
         async with asyncio.TaskGroup() as group:
             helpers = [
-                group.create_task(store.listen(self._on_wake)),
                 group.create_task(renew_loop(store, runners, clock)),
-                group.create_task(outbox.flush_loop(store)),
                 group.create_task(_upkeep_loop(store, clock)),
             ]
+            if self.burst is None:  # a burst settles and claims as runs end: no wake-ups
+                helpers.append(group.create_task(store.listen(self._on_wake)))
+                helpers.append(group.create_task(outbox.flush_loop(store)))
             helpers += (
                 group.create_task(loop)
                 for listener in listeners
                 for loop in listener.loops(store, clock)
             )
-            loops = [group.create_task(r.claim_loop(store)) for r in runners]
-            self.started.set()
-            await asyncio.gather(*loops)
+            if self.burst is None:
+                loops = [group.create_task(r.claim_loop(store)) for r in runners]
+                self.started.set()
+                await asyncio.gather(*loops)
+            else:
+                self.started.set()
+                failure = await run_burst(self.burst, store, runners, outbox, listeners)
             await self._drain()
-            await outbox.final_flush(store)
+            if failure is None:  # else the store failed again and again: the leases expire
+                await outbox.final_flush(store)
             await _cancel_until_done(helpers)
             for listener in listeners:
                 finish = functools.partial(_finished, listener, store, clock)
                 await _log_problems(finish, "finish the worker's records")
+        if failure is not None:  # raised once the worker's loops are over, outside the group
+            raise failure
 
     def _on_wake(self, task_type: str, due_ms: int) -> None:
         if task_type == "*":
@@ -293,6 +329,16 @@ class Worker:
                 len(pending),
             )
             await asyncio.wait(pending)
+
+
+class _DeadLetters(Listener):
+    """Counts a worker's dead letters (a burst's exit code)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self._worker = worker
+
+    def dead_lettered(self, event: WorkerEvent) -> None:
+        self._worker.dead_lettered += 1
 
 
 def _thread_pool(runners: list[TypeRunner]) -> ThreadPoolExecutor | None:

@@ -37,6 +37,10 @@ class Hastener(Listener):
         #: Set when this worker settles a poller's own task: a hasten that found the task
         #: held (its call over, its outcome not yet settled) is tried again then.
         self._tick_settled = {tick_type(name): asyncio.Event() for name in self._by_type}
+        #: Set while no poller's task is to be brought forward (see :meth:`wait_idle`).
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._busy = 0  # loops bringing a task forward now
 
     def settled(self, event: WorkerEvent) -> None:
         tick_settled = self._tick_settled.get(event.task_type)
@@ -49,6 +53,10 @@ class Hastener(Listener):
         if poller.calls_running:  # a call runs in this process: the next comes at once
             poller.freed = True
         self._wanted[poller.name].set()
+        self._idle.clear()
+
+    async def wait_idle(self) -> None:
+        await self._idle.wait()
 
     def loops(self, store: Store, clock: Clock) -> list[Coroutine[Any, Any, None]]:
         """One loop per poller that brings its task forward as instructions end, until
@@ -60,8 +68,11 @@ class Hastener(Listener):
         wanted, task_type = self._wanted[name], tick_type(name)
         tick_settled = self._tick_settled[task_type]
         while True:
+            if not self._busy and not any(w.is_set() for w in self._wanted.values()):
+                self._idle.set()
             await wanted.wait()
             wanted.clear()
+            self._busy += 1
             try:
                 for wait in (*HASTEN_RETRY_SECONDS, None):
                     tick_settled.clear()
@@ -76,3 +87,5 @@ class Hastener(Listener):
                             await tick_settled.wait()
             except Exception as exc:
                 log.warning("%s: could not bring the next call forward: %s", name, exc)
+            finally:
+                self._busy -= 1
