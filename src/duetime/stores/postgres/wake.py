@@ -9,6 +9,7 @@ import psycopg
 from psycopg import sql
 
 from duetime.backoff import backoff_delay
+from duetime.clock import iso
 from duetime.stores.base import WakeCallback
 from duetime.stores.postgres.config import PostgresConfig
 from duetime.stores.postgres.connection import connect_kwargs
@@ -65,7 +66,8 @@ async def _receive(conn: psycopg.AsyncConnection[object], on_wake: WakeCallback)
             except ValueError:  # not one of duetime's: a wake-up is only a hint
                 log.debug("wake-up with an unreadable payload %r", note.payload)
                 continue
-            log.debug("wake-up: %s due at %d", task_type, due_ms)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("wake-up: %s due at %s", task_type, iso(due_ms))
             _call(on_wake, task_type, due_ms)
         await conn.execute(b"SELECT 1")  # raises if the connection is dead
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from duetime.backoff import backoff_delay
+from duetime.clock import iso
 from duetime.errors import StoreError
 from duetime.stores import wire
 from duetime.stores.base import WakeCallback
@@ -42,7 +43,11 @@ class Listener:
     def deliver(self, task_type: str, due_ms: int, serial: int) -> None:
         """Call back (in the listener's loop) and remember the serial as delivered."""
         self.seen[task_type] = serial
-        log.debug("wake-up: %s/%s due at %d (serial %d)", self.namespace, task_type, due_ms, serial)
+        if log.isEnabledFor(logging.DEBUG):
+            shown = iso(due_ms)
+            log.debug(
+                "wake-up: %s/%s due at %s (serial %d)", self.namespace, task_type, shown, serial
+            )
         self.call(task_type, due_ms)
 
     def call(self, task_type: str, due_ms: int) -> None:
