@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
+from duetime.outage import OutageLog
 from duetime.stores.base import Claim, Outcome, Store
 from duetime.tasktype import TaskType
 from duetime.validate import duration_ms
 from duetime.worker.executor import Executor
-from duetime.worker.failures import log_store_failure, store_backoff
+from duetime.worker.failures import store_backoff
 from duetime.worker.outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ class TypeRunner:
         lookahead_ms = duration_ms("lookahead", pacing.lookahead, allow_zero=True)
         loop = asyncio.get_running_loop()
         errors = 0
+        outage = OutageLog(f"claims of {task_type.name}", log)
         while not self.stopping:
             self.signal.clear()
             free = policy.concurrency - self.running
@@ -116,13 +118,11 @@ class TypeRunner:
                 )
             except Exception as exc:  # a worker outlives any failure of its store
                 errors += 1
-                delay = store_backoff(errors)
-                log_store_failure(
-                    exc, "claiming %s failed (%s); again in %.2f s", task_type.name, exc, delay
-                )
-                await self.wait(delay)
+                outage.failed(exc, "claiming failed (%s); trying again", exc)
+                await self.wait(store_backoff(errors))
                 continue
             errors = 0
+            outage.ok()
             if batch.reaped:
                 log.info("%s: %d expired leases reaped", task_type.name, batch.reaped)
             if batch.claims:
