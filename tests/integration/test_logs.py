@@ -1,7 +1,7 @@
 """What a worker logs of its tasks, on a real SQLite store: each failed attempt a warning
 with its time of retry in ISO 8601, the traceback on the last attempt (and on every one at
-DEBUG), a line per finished task at DEBUG, and a plain ``def`` handler that returns a
-coroutine failed by name."""
+DEBUG), a line per finished task at DEBUG, a plain ``def`` handler that returns a
+coroutine failed by name, and a failure of duetime's own code filed with its traceback."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 import duetime
+from duetime.worker import executor
 from tests.helpers import eventually, has_state, is_gone, running
 
 ISO_MS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
@@ -121,3 +122,25 @@ async def test_a_plain_def_handler_that_returns_a_coroutine_fails_naming_it(
         "<locals>.forgot_async returned a coroutine: declare it `async def`"
     )
     assert not [w for w in caught if "never awaited" in str(w.message)], caught
+
+
+async def test_a_failure_of_duetimes_own_code_keeps_its_traceback_in_the_dead_letter(
+    app: duetime.App, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken_run_once(job: object) -> object:  # a bug in duetime, not in a handler
+        raise RuntimeError("duetime bug")
+
+    monkeypatch.setattr(executor, "run_once", broken_run_once)
+    async with running(app):
+        await app.schedule("fine", "f1", payload={"k": 1})
+        await eventually(lambda: has_state(app, "fine", "f1", "dead"))
+
+    info = await app.get("fine", "f1")
+    assert info is not None and info.error == "internal error: RuntimeError: duetime bug"
+    assert info.payload == {"k": 1}  # the record as it was, with the traceback added
+    trace = info.traceback
+    assert trace is not None and "in broken_run_once\n" in trace
+    assert "executor.py" in trace  # duetime's own frames are the point here: all are kept
+    assert trace.endswith("RuntimeError: duetime bug\n")
+    (line,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert line.getMessage() == "fine/f1: duetime failed while running it; sent to the dead letters"
