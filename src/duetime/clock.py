@@ -41,6 +41,15 @@ def from_ms(ms: int) -> datetime:
     return EPOCH + timedelta(milliseconds=ms)  # integer arithmetic: exact in any year
 
 
+def iso(ms: float) -> str:
+    """Epoch milliseconds as log lines show a time: ISO 8601 in UTC with milliseconds,
+    ``2026-12-01T10:00:00.123Z`` (a value outside the years 1-9999 as the number it is)."""
+    whole = int(ms)
+    if not in_range(whole):
+        return f"{whole} ms"
+    return from_ms(whole).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def epoch_ms(moment: datetime) -> int:
     """Epoch milliseconds of an aware datetime, rounded up (never before the moment)."""
     return -((EPOCH - moment) // MS)

@@ -14,7 +14,7 @@ from duetime.stores.base import StoredTask
 
 def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
     """A stored task as a listing shows it; what cannot be read shows as None, and why."""
-    payload = None
+    payload = trace = None
     failures = 0
     kind, shown = "once", dict[str, Any]()
     problems = [stored.error] if stored.error else []
@@ -27,7 +27,7 @@ def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
             if not any(str(exc) in problem for problem in problems):
                 problems.append(str(exc))
         else:
-            payload, failures = record.payload, record.failures
+            payload, failures, trace = record.payload, record.failures, record.traceback
             if record.trigger is not None:
                 kind, shown = record.trigger.NAME, record.trigger.shown()
     running = stored.state == "running"
@@ -43,4 +43,5 @@ def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
         "; ".join(problems) or None,
         from_ms(stored.score_ms) if running and in_range(stored.score_ms) else None,
         kind,
+        trace,
     )

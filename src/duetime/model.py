@@ -237,6 +237,11 @@ class TaskInfo:
         kind: what kind of task it is: ``once`` (a one-off task), ``periodic`` (an
             ``every`` series), ``cron`` (a cron schedule), ``expiring`` (an expiring
             entry) or ``poller`` (a poller's calls).
+        traceback: the traceback of the last failed attempt (of a dead task, the one that
+            sent it there; of a retry, due or running, the attempt before), its last frames
+            and at most 8 KB; None when nothing failed, or the failure had none to keep (a
+            :class:`~duetime.Retry` or :class:`~duetime.Abort`, a time limit in a thread,
+            a record that could not be read).
     """
 
     task_type: str
@@ -250,3 +255,4 @@ class TaskInfo:
     error: str | None
     lease_expires: datetime | None = None
     kind: str = "once"
+    traceback: str | None = None

@@ -2,11 +2,14 @@
 
 A record is a compact JSON object, readable in the store::
 
-    {"p": <payload>, <the trigger's fields>, "o": <occurrence due ms>, "f": <failures>}
+    {"p": <payload>, <the trigger's fields>, "o": <occurrence due ms>, "f": <failures>,
+     "t": <traceback>}
 
 Only ``p`` is always there. ``o`` is the due time of the occurrence a retry (or a cron
 schedule's next tick) belongs to, so that the occurrence id stays the same however often a
-retry moves the task; ``f`` counts the failed attempts of that occurrence so far. A trigger
+retry moves the task; ``f`` counts the failed attempts of that occurrence so far; ``t`` is
+the traceback of the last failed attempt, written only by a failure (a retry or a dead
+letter) and bounded (:func:`duetime.worker.outcome.trace`). A trigger
 (:mod:`duetime.triggers.kinds`) writes fields of its own, such as ``"e"`` and ``"u"`` for an
 ``every`` series or ``"c"`` for a cron schedule.
 
@@ -60,12 +63,14 @@ class Record:
         trigger: what makes the task due again (None: it runs once).
         occurrence_ms: the occurrence it belongs to, when that is not its due time.
         failures: failed attempts at that occurrence so far.
+        traceback: the traceback of the last failed attempt, if it had one.
     """
 
     payload_json: str
     trigger: Trigger | None = None
     occurrence_ms: int | None = None
     failures: int = 0
+    traceback: str | None = None
     _payload: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -79,7 +84,8 @@ class Record:
     def encode(self) -> str:
         """The record's text, as stored."""
         if self.trigger is None and self.occurrence_ms is None and not self.failures:
-            return _HEAD + self.payload_json + "}"  # a one-off task's first attempt
+            if self.traceback is None:
+                return _HEAD + self.payload_json + "}"  # a one-off task's first attempt
         parts = [_HEAD, self.payload_json]
         if self.trigger is not None:
             parts.append(self.trigger.fields())
@@ -87,6 +93,8 @@ class Record:
             parts.append(f',"o":{self.occurrence_ms}')
         if self.failures:
             parts.append(f',"f":{self.failures}')
+        if self.traceback is not None:
+            parts.append(',"t":' + json.dumps(self.traceback, ensure_ascii=False))
         parts.append("}")
         return "".join(parts)
 
@@ -96,8 +104,9 @@ class Record:
         return cls(nxt.payload_json, nxt.trigger, nxt.occurrence_ms)
 
     def revived(self) -> Record:
-        """The record of a dead task run again by hand: its attempts counted afresh."""
-        return replace(self, failures=0, _payload=None)
+        """The record of a dead task run again by hand: its attempts counted afresh, and the
+        last failure's traceback gone with them."""
+        return replace(self, failures=0, traceback=None, _payload=None)
 
     @classmethod
     def decode(cls, text: str) -> Record:
@@ -118,7 +127,7 @@ class Record:
                 payload, end = None, 0
             if type(payload) is dict:
                 if end == len(text) - 1 and text[end] == "}":
-                    return cls(text[_AFTER_HEAD:end], None, None, 0, payload)  # the common case
+                    return cls(text[_AFTER_HEAD:end], None, None, 0, None, payload)  # common
                 if text.startswith(",", end):
                     rest = _parse("{" + text[end + 1 :])
                     return cls._with_fields(text[_AFTER_HEAD:end], payload, rest)
@@ -142,12 +151,14 @@ class Record:
             if kind.KEY in doc:
                 trigger = kind.from_record(doc)
                 break
-        occurrence, failures = doc.get("o"), doc.get("f", 0)
+        occurrence, failures, trace = doc.get("o"), doc.get("f", 0), doc.get("t")
         if occurrence is not None and not (type(occurrence) is int and in_range(occurrence)):
             raise SchemaError("field 'o' of the record is not a time (ms) of the years 1-9999")
         if not (type(failures) is int and 0 <= failures < MAX_FAILURES):
             raise SchemaError("field 'f' of the record is not a count of failed attempts")
-        return cls(payload_json, trigger, occurrence, failures, payload)
+        if trace is not None and type(trace) is not str:
+            raise SchemaError("field 't' of the record is not text")
+        return cls(payload_json, trigger, occurrence, failures, trace, payload)
 
 
 def _parse(text: str) -> Any:

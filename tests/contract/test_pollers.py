@@ -4,6 +4,7 @@ dispatch, the delay and its attempts, freed slots, events and errors, handler op
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -238,7 +239,7 @@ async def test_the_same_instruction_is_not_queued_twice_while_pending_or_running
 
 
 async def test_a_failing_or_misbehaving_scheduler_emits_errors_and_polling_goes_on(
-    app: duetime.App,
+    app: duetime.App, caplog: pytest.LogCaptureFixture
 ) -> None:
     answers: list[Any] = [RuntimeError("db down"), "not a list", ["ok", 7], ["fine"]]
     errors: list[duetime.ErrorEvent] = []
@@ -283,6 +284,10 @@ async def test_a_failing_or_misbehaving_scheduler_emits_errors_and_polling_goes_
     assert unexpected.task_name == "flaky"
     assert unexpected.unexpected_task_instructions == "not a list"
     assert errors[2].error.unexpected_task_instructions == ["ok", 7]  # type: ignore[attr-defined]
+    # The scheduler's exception is logged with its traceback; duetime's own errors without.
+    failed = [r for r in caplog.records if r.getMessage().startswith("flaky: the scheduler")]
+    assert [r.exc_info is not None for r in failed] == [True, False, False]
+    assert "in find\n" in logging.Formatter().format(failed[0])
 
 
 async def test_bad_instructions_and_a_bad_delay_or_limit_are_errors_not_stops(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import duetime
@@ -75,6 +75,7 @@ async def test_a_handler_can_ask_for_a_retry_at_a_time_or_give_up(app: duetime.A
     assert later[1][2] - later[0][2] < 2500
     assert [s for s in seen if s[0] == "abort"] == [seen[[s[0] for s in seen].index("abort")]]
     assert aborted is not None and aborted.error == "the customer is gone"
+    assert aborted.traceback is None  # a handler's decision, not a failure to debug
 
 
 async def test_a_retry_and_a_dead_letter_keep_the_payload_as_scheduled(
@@ -131,3 +132,63 @@ async def test_a_hung_handler_times_out_and_is_retried(app: duetime.App) -> None
 
     assert starts == [1, 2]
     assert info is not None and info.error is not None and "timed out" in info.error
+    # Where the handler was waiting when its time ran out.
+    assert info.traceback is not None and "in hang\n    await asyncio.sleep(30)" in info.traceback
+
+
+def _explode(attempt: int) -> None:
+    raise ValueError(f"attempt {attempt} failed")
+
+
+def _first_frame(trace: str) -> str:
+    return next(line for line in trace.splitlines() if line.startswith('  File "'))
+
+
+async def test_a_dead_letter_keeps_the_traceback_of_its_last_attempt_until_retried(
+    app: duetime.App,
+) -> None:
+    @app.task("crash", retries=1, backoff=FAST)
+    async def crash(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        _explode(ctx.attempt)
+
+    async with running(app):
+        await app.schedule("crash", "c1")
+        await eventually(lambda: has_state(app, "crash", "c1", "dead"))
+
+    info = await app.get("crash", "c1")
+    assert info is not None and info.error == "ValueError: attempt 2 failed"
+    trace = info.traceback
+    assert trace is not None and trace.startswith("Traceback (most recent call last):\n")
+    # From the handler's own frame (none of the worker's above it) to the exception.
+    assert _first_frame(trace).endswith(", in crash") and __file__ in _first_frame(trace)
+    assert "in _explode\n" in trace and trace.endswith("ValueError: attempt 2 failed\n")
+    assert "attempt 1" not in trace
+    listed = await app.list("crash", "dead")
+    assert [t.traceback for t in listed] == [trace]
+
+    # Run again by hand, it starts afresh: no traceback until it fails again.
+    await app.retry("crash", "c1", at=datetime.now(UTC) + timedelta(hours=1))
+    again = await app.get("crash", "c1")
+    assert again is not None and (again.state, again.traceback) == ("due", None)
+
+
+async def test_a_retry_that_waits_shows_the_traceback_of_the_attempt_before(
+    app: duetime.App,
+) -> None:
+    @app.task("crashSync", retries=1, backoff=duetime.Backoff(base=timedelta(hours=1)))
+    def crash_sync(payload: dict[str, Any], ctx: duetime.Context) -> None:  # in a thread
+        _explode(ctx.attempt)
+
+    async with running(app):
+        await app.schedule("crashSync", "s1")
+        await eventually(lambda: has_failed(app, "crashSync", "s1"))
+
+    info = await app.get("crashSync", "s1")
+    assert info is not None and info.state == "due" and info.attempts == 1
+    assert info.traceback is not None and _first_frame(info.traceback).endswith(", in crash_sync")
+    assert info.traceback.endswith("ValueError: attempt 1 failed\n")
+
+
+async def has_failed(app: duetime.App, task_type: str, task_id: str) -> bool:
+    info = await app.get(task_type, task_id)
+    return info is not None and info.error is not None

@@ -103,15 +103,35 @@ async def test_sigterm_cuts_a_handler_longer_than_the_grace_and_hands_its_task_b
 
 
 @pytest.mark.slow
-async def test_a_second_sigterm_stops_at_once_and_hands_tasks_back(
-    redis_url: str, namespace: str, app: duetime.App, workers: Workers
+@pytest.mark.parametrize(
+    ("signum", "says"),
+    [
+        (
+            signal.SIGTERM,
+            "SIGTERM: stopping; running handlers get 20 s to finish "
+            "(a second SIGTERM or Ctrl-C stops at once)",
+        ),
+        (
+            signal.SIGINT,
+            "SIGINT: stopping; running handlers get 20 s to finish (a second Ctrl-C stops at once)",
+        ),
+    ],
+)
+async def test_a_second_signal_stops_at_once_and_hands_tasks_back(
+    redis_url: str,
+    namespace: str,
+    app: duetime.App,
+    workers: Workers,
+    signum: signal.Signals,
+    says: str,
 ) -> None:
     grace, n = 20.0, 3
     worker, _ = await _busy_worker(app, workers, redis_url, namespace, grace, n)
     sent = time.monotonic()
-    worker.signal(signal.SIGTERM)
+    worker.signal(signum)
     await eventually(lambda: "stopping" in worker.log(), 5, "the first signal seen")
-    worker.signal(signal.SIGTERM)
+    assert says in worker.log()  # and how not to wait
+    worker.signal(signum)
     code = worker.wait_exit(grace)
     took = time.monotonic() - sent
     assert code == 0, worker.log()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -175,3 +176,23 @@ def test_listings_show_bad_data_with_its_reason(cli_env: Path, redis_url: str) -
     dead = run("ls", "cliapp:app", "mail", "--state", "dead")
     assert "bad\\udcffid\tdead" in dead
     assert "cancelled" in run("cancel", "cliapp:app", "mail", "bad\udcffid")
+
+
+def test_one_shot_commands_print_no_info_lines_about_opening_the_store(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+
+    def schedule(task_id: str) -> None:
+        args = ["schedule", "--url", url, "mail", task_id, "--delay", "60"]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 0, result.output
+
+    caplog.set_level(logging.INFO)
+    schedule("m1")  # the file is made, and its schema written
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("duetime")] == []
+    assert logging.getLogger("duetime.stores").level == logging.NOTSET  # left as it was
+
+    caplog.set_level(logging.DEBUG)  # --log-level debug: everything
+    schedule("m2")
+    assert any("SQLite store open" in r.getMessage() for r in caplog.records)

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from duetime import ManualClock, StoreClock
+from duetime.clock import MAX_MS, iso
 
 
 async def test_the_store_clock_is_anchored_to_the_store_and_advances_monotonically(
@@ -40,3 +41,10 @@ def test_the_manual_clock_moves_when_told() -> None:
     assert clock.now_ms() == 150
     clock.set(7)
     assert clock.now_ms() == 7
+
+
+def test_log_lines_show_times_as_iso_8601_utc_with_milliseconds() -> None:
+    assert iso(1_796_119_200_123) == "2026-12-01T10:00:00.123Z"
+    assert iso(0) == "1970-01-01T00:00:00.000Z"
+    assert iso(1.9) == "1970-01-01T00:00:00.001Z"  # a fraction of a millisecond is dropped
+    assert iso(MAX_MS + 1) == f"{MAX_MS + 1} ms"  # no datetime holds it: the number, said so

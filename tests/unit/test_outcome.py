@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,13 +13,17 @@ from duetime.stores.base import Claim
 from duetime.triggers.base import Next
 from duetime.triggers.periodic import Periodic, apply_hook
 from duetime.worker.outcome import (
+    TRACE_BYTES,
+    TRACE_FRAMES,
     attempt,
+    bounded,
     given_up,
     occurrence_id,
     retries_left,
     retry,
     retry_due,
     success,
+    trace,
 )
 
 DAY = 86_400_000
@@ -131,3 +136,101 @@ def test_an_occurrence_id_is_the_task_id_and_its_due_time_once() -> None:
     assert occurrence_id("weekly", 1000) == "weekly@1000"
     assert occurrence_id("weekly@1000", 1000) == "weekly@1000"  # a filed occurrence, retried
     assert occurrence_id("a@b.c", 5) == "a@b.c@5"
+
+
+# -- what a failure keeps of its traceback ------------------------------------------------
+
+
+def _raised(fn: Callable[[], object]) -> BaseException:
+    try:
+        fn()
+    except BaseException as exc:
+        return exc
+    raise AssertionError("nothing raised")
+
+
+def _frames(trace: str) -> int:
+    return sum(line.startswith('  File "') for line in trace.splitlines())
+
+
+def test_a_deep_recursions_traceback_keeps_its_last_8_frames_within_8_kb() -> None:
+    def down(n: int) -> int:
+        return down(n + 1)
+
+    exc = _raised(lambda: down(0))
+    assert isinstance(exc, RecursionError)
+    text = trace(exc)
+    assert text is not None
+    assert text.startswith("Traceback (most recent call last):\n")
+    assert text.endswith("RecursionError: maximum recursion depth exceeded\n")
+    # Python folds the repeated frames: three shown, and "repeated 5 more times".
+    assert _frames(text) == 3 and "[Previous line repeated 5 more times]" in text
+    assert len(text.encode()) <= TRACE_BYTES == 8192
+
+
+def test_a_traceback_keeps_the_last_8_of_many_distinct_frames() -> None:
+    def ping(n: int) -> None:
+        if n == 0:
+            raise ValueError("deep")
+        pong(n - 1)
+
+    def pong(n: int) -> None:  # frames alternate, so Python folds none of them
+        ping(n)
+
+    text = trace(_raised(lambda: ping(20)))
+    assert text is not None and _frames(text) == TRACE_FRAMES == 8
+    assert text.rstrip().endswith("ValueError: deep") and "in ping\n" in text
+
+
+def test_a_huge_message_is_cut_in_the_middle_never_inside_a_character() -> None:
+    exc = _raised(lambda: _fail("é" * 20_000 + " END"))
+    text = trace(exc)
+    assert text is not None
+    size = len(text.encode())
+    assert TRACE_BYTES - 8 <= size <= TRACE_BYTES
+    assert text.startswith("Traceback (most recent call last):\n") and "in _fail" in text
+    assert text.endswith(" END\n") and "bytes cut ...]" in text
+
+
+def test_text_that_utf8_cannot_carry_is_escaped_in_a_traceback() -> None:
+    text = trace(_raised(lambda: _fail("bad \udcff byte")))
+    assert text is not None and "bad \\udcff byte" in text
+    text.encode()  # would raise on a lone surrogate
+
+
+def test_a_traceback_keeps_the_exception_chain() -> None:
+    def wrap() -> None:
+        try:
+            _fail("inner")
+        except ValueError as exc:
+            raise RuntimeError("outer") from exc
+
+    text = trace(_raised(wrap))
+    assert text is not None
+    assert "ValueError: inner" in text and text.rstrip().endswith("RuntimeError: outer")
+    assert "direct cause" in text
+
+
+def test_a_retry_or_an_abort_keeps_no_traceback() -> None:
+    assert trace(_raised(lambda: _raise(Retry(reason="later")))) is None
+    assert trace(_raised(lambda: _raise(Abort("no")))) is None
+
+
+@pytest.mark.parametrize("size", [0, 1, 100, 8191, 8192, 8193, 9000, 50_000])
+@pytest.mark.parametrize("char", ["a", "é", "€", "𝄞"])
+def test_bounded_text_fits_its_bytes_and_stays_utf8(size: int, char: str) -> None:
+    text = char * size
+    out = bounded(text, 8192)
+    assert len(out.encode()) <= 8192
+    if len(text.encode()) <= 8192:
+        assert out == text
+    else:
+        assert out.startswith(char) and out.endswith(char) and "bytes cut" in out
+
+
+def _fail(message: str) -> None:
+    raise ValueError(message)
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc

@@ -73,8 +73,23 @@ def test_a_record_written_by_something_else_still_reads() -> None:
 
 
 def test_a_revived_record_counts_its_attempts_afresh_and_keeps_the_rest() -> None:
-    record = Record('{"a":1}', Periodic(5), occurrence_ms=3, failures=4)
+    record = Record('{"a":1}', Periodic(5), occurrence_ms=3, failures=4, traceback="Trace\n")
     assert record.revived() == Record('{"a":1}', Periodic(5), occurrence_ms=3)
+    assert '"t"' not in record.revived().encode()
+
+
+def test_a_failures_traceback_is_kept_as_text_and_only_when_there_is_one() -> None:
+    trace = 'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: "é" \\ \n'
+    text = Record('{"a":1}', failures=1, traceback=trace).encode()
+    assert text.startswith('{"p":{"a":1},"f":1,"t":"Traceback')
+    assert Record.decode(text).traceback == trace
+    # An internal error's dead letter may keep one at its first attempt.
+    assert Record.decode(Record("{}", traceback="T").encode()) == Record("{}", traceback="T")
+    # Records written before the field, and after successes, have none.
+    assert Record.decode('{"p":{},"f":2}').traceback is None
+    assert Record.decode('{"p":{}}').traceback is None
+    with pytest.raises(SchemaError, match="field 't'"):
+        Record.decode('{"p":{},"f":1,"t":5}')
 
 
 def test_a_new_task_is_checked_and_written_as_a_record() -> None:

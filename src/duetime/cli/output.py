@@ -77,6 +77,7 @@ def task_doc(info: TaskInfo) -> dict[str, Any]:
         **times("until", info.until),
         **times("lease_expires", info.lease_expires),
         "payload": info.payload,
+        "traceback": info.traceback,
     }
 
 

@@ -6,10 +6,12 @@ errors turned into exit codes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
+import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
@@ -264,7 +266,8 @@ class Target:
                 await self.app.close()
 
         try:
-            return asyncio.run(main())
+            with quiet_store_logs():
+                return asyncio.run(main())
         except NotFound as exc:
             raise NotFoundExit(str(exc)) from None
         except ValidationError as exc:
@@ -282,3 +285,21 @@ def refused(exc: ValidationError) -> click.ClickException:
         if param.name == exc.field:
             return click.BadParameter(exc.problem, ctx=ctx, param=param)
     return BadUsage(str(exc))
+
+
+@contextlib.contextmanager
+def quiet_store_logs() -> Iterator[None]:
+    """No INFO lines from the stores (``SQLite store open: ...``) while a one-shot command
+    runs: they tell a long-running process (a worker, the dashboard) where it works, and
+    are noise before a command's own output. Warnings still show; ``--log-level debug``
+    shows everything."""
+    stores = logging.getLogger("duetime.stores")
+    if stores.isEnabledFor(logging.DEBUG):
+        yield
+        return
+    before = stores.level
+    stores.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        stores.setLevel(before)

@@ -159,7 +159,8 @@ def submit(task_type: str, **options: Any) -> None:
 @click.argument("task_type")
 @click.argument("task_id")
 def show(task_type: str, task_id: str, **options: Any) -> None:
-    """Show one task with its payload (as JSON; exit code 3 when there is none)."""
+    """Show one task with its payload (as JSON), and after a failure its traceback (exit
+    code 3 when there is none)."""
     target = Target.from_options(options)
 
     async def call() -> TaskInfo | None:
@@ -169,7 +170,15 @@ def show(task_type: str, task_id: str, **options: Any) -> None:
     info = target.run(call)
     if info is None:
         raise no_task(task_type, task_id)
-    emit(task_doc(info), indent=None if target.as_json else 2)
+    doc = task_doc(info)
+    if target.as_json:
+        emit(doc)
+        return
+    # For people: the traceback as its lines, after the document, not as one JSON string.
+    trace = doc.pop("traceback")
+    emit(doc, indent=2)
+    if trace:
+        echo(f"traceback of the last failed attempt:\n{trace.rstrip()}")
 
 
 @app_command()

@@ -93,6 +93,7 @@ class PollTick:
                 job.claim.id,
                 error,
                 FAILED_CALL_DELAY_MS,
+                exc_info=error,
             )
             step = Step(attempt, FAILED_CALL_DELAY_MS)
         due = job.now_ms() + step.delay_ms

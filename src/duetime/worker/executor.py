@@ -8,16 +8,14 @@ decides what runs and what follows.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import time
-import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor as ThreadPool
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from duetime.clock import Clock, from_ms
+from duetime.clock import Clock, from_ms, iso
 from duetime.context import Context
 from duetime.errors import SchemaError, ValidationError
 from duetime.events import EventKind, Events, WorkerEvent
@@ -27,19 +25,15 @@ from duetime.tasktype import TaskType
 from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
+from duetime.worker.handler import call_handler
 
 if TYPE_CHECKING:
     from duetime.client import Client
 
 log = logging.getLogger(__name__)
 
-
-#: How much of a traceback a dead letter's reason keeps.
-MAX_TRACE_CHARS = 4000
-
-
-class _TimedOut(Exception):
-    pass
+#: Runs one claim and returns its outcome.
+Run = Callable[[TaskType, float | None, Claim], Awaitable[Outcome]]
 
 
 def _shown(text: str) -> str:
@@ -75,13 +69,32 @@ class Executor:
         self.app = app
         # Handlers are timed only for a listener that wants it.
         self.timed = any(events.wants(k) for k in ("started", "succeeded", "failed"))
+        #: Run one claim and return its outcome (see :meth:`_run`); with DEBUG logging (as
+        #: the worker starts), a line for each run too. Chosen once: no cost per task.
+        self.run: Run = self._run_logged if log.isEnabledFor(logging.DEBUG) else self._run
 
-    async def run(self, task_type: TaskType, time_limit: float | None, claim: Claim) -> Outcome:
+    async def _run_logged(
+        self, task_type: TaskType, time_limit: float | None, claim: Claim
+    ) -> Outcome:
+        began = time.monotonic()
+        result = await self._run(task_type, time_limit, claim)
+        log.debug(
+            "%s/%s attempt %d: %s in %.1f ms",
+            task_type.name,
+            _shown(claim.id),
+            _attempt(claim),
+            _finished(result),
+            (time.monotonic() - began) * 1000,
+        )
+        return result
+
+    async def _run(self, task_type: TaskType, time_limit: float | None, claim: Claim) -> Outcome:
         """Run one claim and return its outcome; never raises but CancelledError (cut short).
 
         What the store holds for the task is judged here, per task: data that cannot be
         used sends it alone to the dead letters with the reason. So does a failure of
-        duetime's own code while it runs the task, logged with its traceback.
+        duetime's own code while it runs the task, logged with its traceback, which the
+        dead letter keeps.
         """
         try:
             check_claimed(claim)
@@ -105,62 +118,23 @@ class Executor:
                 task_type.name,
                 _shown(claim.id),
             )
-            trace = "".join(traceback.format_exception(exc, limit=-8))[-MAX_TRACE_CHARS:]
-            reason = f"internal error: {outcome.describe(exc)}\n{trace}"
-            return self._dead(task_type.name, claim, outcome.safe_text(reason))
+            filed = replace(record, traceback=outcome.trace(exc, internal=True)).encode()
+            reason = f"internal error: {outcome.describe(exc)}"
+            return self._dead(task_type.name, claim, reason, filed)
 
     def _corrupt(self, task_type: str, claim: Claim, what: str, exc: SchemaError) -> Outcome:
         log.error("%s/%s: %s, sent to the dead letters: %s", task_type, _shown(claim.id), what, exc)
         return self._dead(task_type, claim, f"{what}: {exc}")
 
-    def _dead(self, task_type: str, claim: Claim, reason: str) -> Outcome:
-        """The task to the dead letters as the store holds it, with ``reason``."""
+    def _dead(
+        self, task_type: str, claim: Claim, reason: str, record: str | None = None
+    ) -> Outcome:
+        """The task to the dead letters with ``reason``, and ``record`` or the one the store
+        holds."""
         if self.events.wants("dead_lettered"):
             event = WorkerEvent("dead_lettered", task_type, claim.id, claim.due_ms, error=reason)
             self.events.emit(event)
-        return Outcome("dead", claim, None, claim.record, reason)
-
-    def call_handler(
-        self, task_type: TaskType, time_limit: float | None, payload: dict[str, Any], ctx: Context
-    ) -> Awaitable[object]:
-        """The handler's call, within ``time_limit`` seconds; awaiting it raises what the
-        handler raised, or _TimedOut.
-
-        An async handler without a time limit is awaited as it is: no wrapping coroutine on
-        the path every such task takes.
-        """
-        handler = task_type.handler
-        assert handler is not None
-        args = task_type.args(payload, ctx)
-        if task_type.is_async and time_limit is None:
-            call: Awaitable[object] = handler(*args)
-            return call
-        return self._call_limited(handler, task_type.is_async, time_limit, args)
-
-    async def _call_limited(
-        self,
-        handler: Callable[..., Any],
-        is_async: bool,
-        time_limit: float | None,
-        args: tuple[Any, ...],
-    ) -> object:
-        if is_async:
-            async with asyncio.timeout(time_limit) as scope:
-                try:
-                    return await handler(*args)
-                except asyncio.CancelledError:
-                    if scope.expired():
-                        raise _TimedOut(f"timed out after {time_limit:g} s") from None
-                    raise
-        future = asyncio.get_running_loop().run_in_executor(
-            self.pool, functools.partial(handler, *args)
-        )
-        try:
-            return await asyncio.wait_for(future, time_limit)
-        except TimeoutError:
-            if not future.done() or future.cancelled():
-                raise _TimedOut(f"timed out after {time_limit:g} s (its thread runs on)") from None
-            raise
+        return Outcome("dead", claim, None, claim.record if record is None else record, reason)
 
 
 class _Job:
@@ -248,8 +222,8 @@ class _Job:
             self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
             began = time.monotonic()
         try:
-            self.result = await executor.call_handler(
-                self.task_type, self._time_limit, self.record.payload, ctx
+            self.result = await call_handler(
+                self.task_type, self._time_limit, self.record.payload, ctx, executor.pool
             )
         except Exception as exc:
             if timed:
@@ -275,6 +249,7 @@ class _Job:
         claim, record, policy = self.claim, self.record, self.task_type.policy
         failures = record.failures + 1
         text = outcome.describe(error)
+        trace = outcome.trace(error)
         attempt = outcome.attempt(claim, record)
         if outcome.retries_left(error, policy, failures):
             now = self.now_ms()
@@ -283,28 +258,38 @@ class _Job:
             except ValidationError as exc:
                 log.warning("%s/%s: %s; the back-off applies", self.task_name, claim.id, exc)
                 due = now + policy.backoff.delay_ms(failures)
-            log.info(
-                "%s/%s attempt %d failed (%s); retry at %d",
+            # The traceback of an attempt that is retried only at DEBUG: a flaky handler
+            # would fill the log with it.
+            log.warning(
+                "%s/%s attempt %d failed (%s); retry at %s",
                 self.task_name,
                 claim.id,
                 attempt,
                 text,
-                due,
+                iso(due),
+                exc_info=error if trace and log.isEnabledFor(logging.DEBUG) else None,
             )
             self._event("retried", due, error=text)
-            return outcome.retry(claim, record, occurrence_ms, state, failures, due, text)
+            return outcome.retry(claim, record, occurrence_ms, state, failures, due, text, trace)
         log.warning(
             "%s/%s attempt %d failed (%s); sent to the dead letters",
             self.task_name,
             claim.id,
             attempt,
             text,
+            exc_info=error if trace else None,
         )
         self._event("dead_lettered", error=text)
         following = None if follow is None else await follow()
-        series = follow is not None
         return outcome.given_up(
-            claim, record, occurrence_ms, failures, text, series=series, following=following
+            claim,
+            record,
+            occurrence_ms,
+            failures,
+            text,
+            series=follow is not None,
+            following=following,
+            trace=trace,
         )
 
     def tell(self, kind: EventKind, **fields: Any) -> None:
@@ -318,3 +303,23 @@ class _Job:
         if events.wants("missed_ticks"):
             name, task_id = self.task_name, self.claim.id
             events.emit(WorkerEvent("missed_ticks", name, task_id, latest_ms, count=count))
+
+
+def _attempt(claim: Claim) -> int:
+    """The attempt a claim is, read again from its record (for the DEBUG line only)."""
+    try:
+        failures = Record.decode(claim.record).failures
+    except SchemaError:
+        failures = 0
+    return failures + claim.stalls + 1
+
+
+def _finished(result: Outcome) -> str:
+    """How a run ended, as the DEBUG line of each run says it."""
+    op = result.op
+    if op == "retry" and result.due_ms is not None:
+        return f"retry at {iso(result.due_ms)}"
+    if op == "next" and result.due_ms is not None:
+        ended = f"dead, filed as {_shown(result.dead_id)}" if result.dead_id else "done"
+        return f"{ended}; next at {iso(result.due_ms)}"
+    return op

@@ -8,8 +8,8 @@ import logging
 from collections.abc import Sequence
 
 from duetime.clock import Clock
+from duetime.outage import OutageLog
 from duetime.stores.base import Store
-from duetime.worker.failures import log_store_failure
 from duetime.worker.runner import TypeRunner
 
 log = logging.getLogger(__name__)
@@ -18,13 +18,14 @@ log = logging.getLogger(__name__)
 async def renew_loop(store: Store, runners: Sequence[TypeRunner], clock: Clock) -> None:
     """Extend every held lease (running, or waiting to be settled) until cancelled."""
     interval = min(r.lease_ms for r in runners) / 3000
+    outage = OutageLog("lease renewals", log)
     while True:
         await asyncio.sleep(interval)
         for runner in runners:
-            await _renew(store, runner, clock)
+            await _renew(store, runner, clock, outage)
 
 
-async def _renew(store: Store, runner: TypeRunner, clock: Clock) -> None:
+async def _renew(store: Store, runner: TypeRunner, clock: Clock, outage: OutageLog) -> None:
     held = [run.claim for run in runner.active.values()]
     if not held:
         return
@@ -32,8 +33,9 @@ async def _renew(store: Store, runner: TypeRunner, clock: Clock) -> None:
     try:
         lost = await store.extend(name, held, clock.now_ms() + runner.lease_ms)
     except Exception as exc:
-        log_store_failure(exc, "renewing %d %s leases failed: %s", len(held), name, exc)
+        outage.failed(exc, "renewing %d %s leases failed (%s)", len(held), name, exc)
         return
+    outage.ok()
     for claim in lost:
         run = runner.active.get(claim.token)
         # A run whose outcome is being settled may lose its lease to that settle.

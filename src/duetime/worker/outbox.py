@@ -13,8 +13,9 @@ from typing import Any
 
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
+from duetime.outage import OutageLog
 from duetime.stores.base import Outcome, Store
-from duetime.worker.failures import log_store_failure, store_backoff
+from duetime.worker.failures import store_backoff
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +37,7 @@ class Outbox:
         self._items: list[_Item] = []
         self._ready = asyncio.Event()
         self._lock = asyncio.Lock()
+        self._outage = OutageLog("settles", log)
 
     def put(self, task_type: str, held: MutableMapping[int, Any], outcome: Outcome) -> None:
         """Queue an outcome; ``held`` maps the tokens its runner holds, and loses this one
@@ -74,12 +76,8 @@ class Outbox:
             try:
                 kept = await store.settle(name, [o for _, _, o in group], self.clock.now_ms())
             except Exception as exc:
-                log_store_failure(
-                    exc,
-                    "settling %d %s outcomes failed (%s); will try again",
-                    len(group),
-                    name,
-                    exc,
+                self._outage.failed(
+                    exc, "settling %d %s outcomes failed (%s); trying again", len(group), name, exc
                 )
                 self._items[:0] = [item for _, later in groups[n:] for item in later]
                 self._ready.set()
@@ -87,6 +85,7 @@ class Outbox:
             _settled(name, group, kept)
             if self.events.wants("settled"):
                 self._tell(name, group, kept)
+        self._outage.ok()
         return True
 
     def _tell(self, name: str, group: list[_Item], kept: list[bool]) -> None:

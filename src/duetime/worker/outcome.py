@@ -3,7 +3,9 @@ dead letters. Pure logic: no clock, no store."""
 
 from __future__ import annotations
 
+import traceback
 from datetime import datetime
+from types import TracebackType
 
 from duetime.errors import Abort, Retry
 from duetime.model import TaskPolicy
@@ -38,6 +40,70 @@ def describe(exc: BaseException) -> str:
     except Exception:  # an exception whose __str__ fails says nothing more
         text = ""
     return safe_text(f"{type(exc).__name__}: {text}" if text else type(exc).__name__)
+
+
+#: What a stored traceback keeps: the innermost frames of each exception in its chain (the
+#: handler's, where it failed), and at most this many bytes of UTF-8 in all.
+TRACE_FRAMES = 8
+TRACE_BYTES = 8192
+#: Of a traceback cut to TRACE_BYTES, the share kept from its start (the rest from its end,
+#: where the exception raised last and its message are).
+_TRACE_HEAD_BYTES = 2048
+#: Frames of the machinery between the worker and a handler, left out of the start of a
+#: traceback: duetime's executor, and asyncio's and the thread pool's calls.
+_MACHINERY = ("duetime.worker.", "asyncio.", "concurrent.futures.")
+
+
+def trace(exc: BaseException, *, internal: bool = False) -> str | None:
+    """The traceback of a handler's exception as a task keeps it, or None for the signals a
+    handler gives on purpose (:class:`~duetime.Retry`, :class:`~duetime.Abort`).
+
+    It starts at the handler's own frame (the worker's frames above it are left out, unless
+    ``internal``: the failure was in duetime's own code), keeps the last
+    :data:`TRACE_FRAMES` frames of each exception in the chain, and at most
+    :data:`TRACE_BYTES` bytes of UTF-8: a longer one keeps its start and its end, with a
+    line saying how much was cut between them.
+    """
+    if isinstance(exc, Abort | Retry):
+        return None
+    tb = exc.__traceback__ if internal else _handler_frames(exc.__traceback__)
+    if tb is None and exc.__cause__ is None and exc.__context__ is None:
+        return None  # raised before the handler ran, or by duetime about it: the error says all
+    try:
+        shown = traceback.TracebackException(type(exc), exc, tb, limit=-TRACE_FRAMES)
+        text = "".join(shown.format())
+    except Exception:  # an exception that cannot be shown (a RecursionError, say): its type
+        text = f"{type(exc).__name__} (its traceback could not be formatted)\n"
+    return bounded(safe_text(text), TRACE_BYTES)
+
+
+def _handler_frames(tb: TracebackType | None) -> TracebackType | None:
+    """``tb`` from the first frame that is not the machinery's (None if every one is)."""
+    while tb is not None:
+        if not tb.tb_frame.f_globals.get("__name__", "").startswith(_MACHINERY):
+            return tb
+        tb = tb.tb_next
+    return None
+
+
+def bounded(text: str, limit: int) -> str:
+    """``text`` (UTF-8 text) in at most ``limit`` bytes of UTF-8: when longer, its start and
+    its end with a line saying how many bytes were cut; never a character cut in two."""
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    head_bytes = min(_TRACE_HEAD_BYTES, limit // 4)
+    # The line that says what was cut, at its longest (fewer bytes are cut than there are).
+    mark_bytes = len(_cut_mark(len(data)))
+    tail_bytes = max(0, limit - head_bytes - mark_bytes)
+    head = data[:head_bytes].decode(errors="ignore")
+    tail = data[len(data) - tail_bytes :].decode(errors="ignore")
+    cut = len(data) - len(head.encode()) - len(tail.encode())
+    return head + _cut_mark(cut) + tail
+
+
+def _cut_mark(cut: int) -> str:
+    return f"\n[... {cut} bytes cut ...]\n"
 
 
 def safe_text(text: str) -> str:
@@ -89,10 +155,11 @@ def retry(
     failures: int,
     due_ms: int,
     error: str,
+    trace: str | None = None,
 ) -> Outcome:
     """Another attempt at the same occurrence at ``due_ms``, keeping the payload as stored
-    and the trigger's ``state``."""
-    again = Record(record.payload_json, state, occurrence_ms, failures).encode()
+    and the trigger's ``state``, and the failed attempt's ``trace``."""
+    again = Record(record.payload_json, state, occurrence_ms, failures, trace).encode()
     return Outcome("retry", claim, due_ms, again, error)
 
 
@@ -105,10 +172,12 @@ def given_up(
     *,
     series: bool,
     following: Next | None = None,
+    trace: str | None = None,
 ) -> Outcome:
     """An occurrence out of retries. A one-off task goes to the dead letters; a series files
-    the occurrence there under ``"<id>@<occurrence ms>"`` and goes on with ``following``."""
-    filed = Record(record.payload_json, None, occurrence_ms, failures).encode()
+    the occurrence there under ``"<id>@<occurrence ms>"`` and goes on with ``following``.
+    The dead letter keeps the last attempt's ``trace``."""
+    filed = Record(record.payload_json, None, occurrence_ms, failures, trace).encode()
     if not series:
         return Outcome("dead", claim, None, filed, error)
     dead_id = occurrence_id(claim.id, occurrence_ms)

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
+from duetime.outage import OutageLog
 from duetime.stores.base import Claim, ClaimBatch, Outcome, Store
 from duetime.tasktype import TaskType
 from duetime.validate import duration_ms
 from duetime.worker.executor import Executor
-from duetime.worker.failures import log_store_failure, store_backoff
+from duetime.worker.failures import store_backoff
 from duetime.worker.outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ class TypeRunner:
         idle_ms = duration_ms("max_idle", pacing.max_idle)
         lookahead_ms = duration_ms("lookahead", pacing.lookahead, allow_zero=True)
         errors = 0
+        outage = OutageLog(f"claims of {task_type.name}", log)
         while not self.stopping:
             self.signal.clear()
             free = policy.concurrency - self.running
@@ -106,13 +108,11 @@ class TypeRunner:
                 batch = await self._claim(store, limit, lookahead_ms)
             except Exception as exc:  # a worker outlives any failure of its store
                 errors += 1
-                delay = store_backoff(errors)
-                log_store_failure(
-                    exc, "claiming %s failed (%s); again in %.2f s", task_type.name, exc, delay
-                )
-                await self.wait(delay)
+                outage.failed(exc, "claiming failed (%s); trying again", exc)
+                await self.wait(store_backoff(errors))
                 continue
             errors = 0
+            outage.ok()
             if len(batch.claims) == limit:
                 if pause:
                     await self.wait(pause)

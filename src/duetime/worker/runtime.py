@@ -25,9 +25,10 @@ async def serve_until_signalled(worker: Worker) -> None:
         stops += 1
         if stops == 1:
             log.info(
-                "%s: stopping; running handlers get %.0f s to finish",
+                "%s: stopping; running handlers get %.0f s to finish (%s stops at once)",
                 signal.Signals(signum).name,
                 worker.grace,
+                "a second Ctrl-C" if signum == signal.SIGINT else "a second SIGTERM or Ctrl-C",
             )
             worker.stop()
         else:

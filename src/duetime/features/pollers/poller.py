@@ -24,6 +24,7 @@ from typing import Any, TypeVar, overload
 from duetime.clock import epoch_ms
 from duetime.context import Context
 from duetime.errors import (
+    DuetimeError,
     InvalidTaskConfigurationError,
     LeaseLost,
     UnexpectedTaskInstructionsError,
@@ -332,7 +333,10 @@ class Poller:
             return round(default_delay(attempt) * 1000)
 
     def _failed(self, report: _Report, error: BaseException, what: str) -> None:
-        log.warning("%s: %s: %r", self.name, what, error)
+        # The traceback of what the user's code raised (the scheduler, its limit, its
+        # delay); duetime's own errors and a time-out say all in their message.
+        shown = not isinstance(error, DuetimeError | TimeoutError)
+        log.warning("%s: %s: %r", self.name, what, error, exc_info=error if shown else None)
         report.errors.append(error)
 
     # -- its task -----------------------------------------------------------------------

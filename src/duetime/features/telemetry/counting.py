@@ -14,6 +14,7 @@ from typing import Any
 from duetime.clock import Clock
 from duetime.events import Listener, WorkerEvent
 from duetime.features.telemetry.history import BUCKETS, KINDS, LATENESS_BUCKETS_MS, Key
+from duetime.outage import OutageLog
 from duetime.stores.base import Store
 from duetime.stores.capabilities import TELEMETRY, use
 from duetime.stores.telemetry import KEEP_MINUTES, MINUTE_MS, minute_of
@@ -43,6 +44,7 @@ class MinuteCounter(Listener):
         self._minutes: dict[int, dict[str, list[int]]] = {}
         self._minute = -1
         self._rows: dict[str, list[int]] = {}
+        self._outage = OutageLog("counts", log)
 
     def _row(self, at_ms: float, task_type: str) -> list[int]:
         at = int(at_ms)
@@ -122,7 +124,11 @@ class MinuteCounter(Listener):
             for (minute, task_type, what), n in taken.items():
                 if minute >= oldest:
                     self._row(minute, task_type)[COLUMNS.index(what)] += n
-            log.warning("could not add the last seconds' counts to the store: %s", exc)
+            self._outage.failed(
+                exc, "could not add the last seconds' counts to the store (%s)", exc
+            )
+        else:
+            self._outage.ok()
 
 
 def _end(event: WorkerEvent) -> float:

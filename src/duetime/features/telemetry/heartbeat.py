@@ -15,6 +15,7 @@ from duetime.clock import Clock
 from duetime.events import Listener
 from duetime.features.base import WorkerRun
 from duetime.features.telemetry.presence import BEAT_SECONDS, LAPSE_SECONDS
+from duetime.outage import OutageLog
 from duetime.stores.base import Store
 from duetime.stores.capabilities import TELEMETRY, use
 
@@ -72,6 +73,7 @@ class Heartbeat(Listener):
         )
 
     async def _beat_loop(self, store: Store, clock: Clock) -> None:
+        outage = OutageLog("heartbeat", log)
         while True:
             now = clock.now_ms()
             try:
@@ -79,5 +81,7 @@ class Heartbeat(Listener):
                     self.id, self.record(now), now + int(LAPSE_SECONDS * 1000), now
                 )
             except Exception as exc:
-                log.warning("could not write this worker's heartbeat: %s", exc)
+                outage.failed(exc, "could not write this worker's heartbeat (%s)", exc)
+            else:
+                outage.ok()
             await asyncio.sleep(BEAT_SECONDS)

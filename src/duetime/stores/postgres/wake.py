@@ -9,6 +9,8 @@ import psycopg
 from psycopg import sql
 
 from duetime.backoff import backoff_delay
+from duetime.clock import iso
+from duetime.outage import OutageLog
 from duetime.stores.base import WakeCallback
 from duetime.stores.postgres.config import PostgresConfig
 from duetime.stores.postgres.connection import connect_kwargs
@@ -33,6 +35,7 @@ async def listen(config: PostgresConfig, on_wake: WakeCallback) -> None:
     (re)connection, and workers also wake at the next due time they know of.
     """
     failures = 0
+    outage = OutageLog(f"wake-up connection to {config.shown}", log)
     while True:
         try:
             conn = await psycopg.AsyncConnection.connect(
@@ -40,6 +43,7 @@ async def listen(config: PostgresConfig, on_wake: WakeCallback) -> None:
             )
             async with conn:
                 await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(config.channel)))
+                outage.ok()
                 failures = 0
                 log.debug("listening for wake-ups on %s", config.channel)
                 _call(on_wake, "*", 0)  # anything written while no one listened
@@ -47,11 +51,8 @@ async def listen(config: PostgresConfig, on_wake: WakeCallback) -> None:
         except psycopg.Error as exc:
             failures += 1
             delay = backoff_delay(failures, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS)
-            log.warning(
-                "wake-up connection to %s failed or lost (%s); again in %.2f s",
-                config.shown,
-                " ".join(str(exc).split()),
-                delay,
+            outage.failed(
+                exc, "failed or lost (%s); trying again", " ".join(str(exc).split()), expected=True
             )
             await asyncio.sleep(delay)
 
@@ -65,7 +66,8 @@ async def _receive(conn: psycopg.AsyncConnection[object], on_wake: WakeCallback)
             except ValueError:  # not one of duetime's: a wake-up is only a hint
                 log.debug("wake-up with an unreadable payload %r", note.payload)
                 continue
-            log.debug("wake-up: %s due at %d", task_type, due_ms)
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("wake-up: %s due at %s", task_type, iso(due_ms))
             _call(on_wake, task_type, due_ms)
         await conn.execute(b"SELECT 1")  # raises if the connection is dead
 

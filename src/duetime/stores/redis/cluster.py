@@ -29,6 +29,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 
 from duetime.backoff import backoff_delay
 from duetime.errors import ConfigError, StoreUnavailable
+from duetime.outage import OutageLog
 from duetime.stores import wire
 from duetime.stores.base import WakeCallback
 from duetime.stores.redis import keyevents, wake
@@ -308,6 +309,7 @@ async def listen_sharded(
     as slots move. A lost connection is made again; ``on_wake("*", 0)`` follows every
     (re)subscription, since wake-ups published meanwhile are lost."""
     failures = 0
+    outage = OutageLog("shard wake-up channels", log)
     while True:
         pubsub = client.pubsub()
         subscribed: set[str] = set()
@@ -316,6 +318,7 @@ async def listen_sharded(
                 if wanted := types - subscribed:
                     channels = [shard_wake_channel(namespace, t) for t in sorted(wanted)]
                     await pubsub.ssubscribe(*channels)
+                    outage.ok()
                     subscribed |= wanted
                     on_wake("*", 0)
                     failures = 0
@@ -331,7 +334,7 @@ async def listen_sharded(
                 if message is not None and message.get("type") in (b"smessage", "smessage"):
                     wake.dispatch(message.get("data"), on_wake)
         except (rexc.RedisError, OSError, AttributeError) as exc:
-            log.warning("shard wake-up channels lost (%s); subscribing again", exc)
+            outage.failed(exc, "lost (%s); subscribing again", exc, expected=True)
         finally:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()

@@ -13,6 +13,7 @@ from redis import exceptions as rexc
 from redis.asyncio import Redis
 
 from duetime.backoff import backoff_delay
+from duetime.outage import OutageLog
 from duetime.stores import wire
 from duetime.stores.base import WakeCallback
 
@@ -49,11 +50,13 @@ async def subscribe(
     a lost connection is made again (with ``connect``, a new client each time), and
     ``on_connect`` is called each time the subscription holds."""
     failures = 0
+    outage = OutageLog(what, log)
     while True:
         client = connect()
         pubsub = client.pubsub(ignore_subscribe_messages=True)
         try:
             await pubsub.subscribe(channel)
+            outage.ok()
             on_connect()
             failures = 0
             while True:
@@ -61,7 +64,7 @@ async def subscribe(
                 if message is not None:
                     on_message(message.get("data"))
         except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
-            log.warning("%s lost (%s); reconnecting", what, exc)
+            outage.failed(exc, "connection lost (%s); reconnecting", exc, expected=True)
         finally:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]

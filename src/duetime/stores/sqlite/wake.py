@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from duetime.backoff import backoff_delay
+from duetime.clock import iso
 from duetime.errors import StoreError
+from duetime.outage import OutageLog
 from duetime.stores import wire
 from duetime.stores.base import WakeCallback
 from duetime.stores.sqlite.connection import connect, is_busy, map_error
@@ -42,7 +44,11 @@ class Listener:
     def deliver(self, task_type: str, due_ms: int, serial: int) -> None:
         """Call back (in the listener's loop) and remember the serial as delivered."""
         self.seen[task_type] = serial
-        log.debug("wake-up: %s/%s due at %d (serial %d)", self.namespace, task_type, due_ms, serial)
+        if log.isEnabledFor(logging.DEBUG):
+            shown = iso(due_ms)
+            log.debug(
+                "wake-up: %s/%s due at %s (serial %d)", self.namespace, task_type, shown, serial
+            )
         self.call(task_type, due_ms)
 
     def call(self, task_type: str, due_ms: int) -> None:
@@ -152,6 +158,7 @@ async def poll(key: str, path: Path, namespace: str, on_wake: WakeCallback) -> N
     reader: _Reader | None = None
     looked = False  # whether this reader took its first look
     register(key, listener)
+    outage = OutageLog(f"wake-up polls of {path}", log)
     try:
         failures = 0
         while True:
@@ -171,10 +178,11 @@ async def poll(key: str, path: Path, namespace: str, on_wake: WakeCallback) -> N
                             listener.deliver(task_type, due_ms, serial)
                 failures = 0
                 delay = POLL_SECONDS
+                outage.ok()
             except (StoreError, sqlite3.Error) as exc:
                 failures += 1
                 delay = backoff_delay(failures, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS)
-                log.warning("wake-up poll of %s failed (%s); again in %.2f s", path, exc, delay)
+                outage.failed(exc, "failed (%s); trying again", exc, expected=True)
                 if reader is not None:
                     readers.remove(reader)
                     executor.submit(reader.close)

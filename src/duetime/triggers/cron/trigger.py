@@ -14,10 +14,9 @@ import asyncio
 import logging
 import random
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any, ClassVar
 
-from duetime.clock import MAX_MS, NEVER_MS
+from duetime.clock import MAX_MS, NEVER_MS, iso
 from duetime.errors import SchemaError, ValidationError
 from duetime.stores.base import Outcome
 from duetime.triggers.base import Job, Next
@@ -195,7 +194,9 @@ def _planned(spec: CronTrigger, tick_ms: int, now_ms: int, stalls: int) -> Plan:
     try:
         return plan_claim(spec, tick_ms, now_ms, stalls)
     except (OverflowError, ValueError) as exc:
-        raise SchemaError(f"the cron schedule cannot step from its tick {tick_ms}: {exc}") from None
+        raise SchemaError(
+            f"the cron schedule cannot step from its tick {iso(tick_ms)}: {exc}"
+        ) from None
 
 
 def _noted(job: Job, spec: CronTrigger, plan: Plan, tick_ms: int) -> CronTrigger:
@@ -223,7 +224,7 @@ def _int(doc: dict[str, object], key: str) -> int:
 
 
 def _shown_tick(tick_ms: int) -> str:
-    return datetime.fromtimestamp(tick_ms / 1000).astimezone().isoformat()
+    return iso(tick_ms)
 
 
 def _log_skipped(job: Job, skipped: int) -> None:
