@@ -183,8 +183,8 @@ def test_one_shot_commands_print_no_info_lines_about_opening_the_store(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'fresh.db'}"
 
-    def schedule(task_id: str) -> None:
-        args = ["schedule", "--url", url, "mail", task_id, "--delay", "60"]
+    def schedule(task_id: str, *more: str) -> None:
+        args = ["schedule", "--url", url, "mail", task_id, "--delay", "60", *more]
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 0, result.output
 
@@ -193,6 +193,6 @@ def test_one_shot_commands_print_no_info_lines_about_opening_the_store(
     assert [r.getMessage() for r in caplog.records if r.name.startswith("duetime")] == []
     assert logging.getLogger("duetime.stores").level == logging.NOTSET  # left as it was
 
-    caplog.set_level(logging.DEBUG)  # --log-level debug: everything
-    schedule("m2")
+    caplog.set_level(logging.DEBUG)
+    schedule("m2", "--log-level", "debug")  # everything
     assert any("SQLite store open" in r.getMessage() for r in caplog.records)
