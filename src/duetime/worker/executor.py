@@ -27,6 +27,7 @@ from duetime.tasktype import TaskType
 from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
+from duetime.worker.run import Run
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -73,16 +74,19 @@ class Executor:
         self.pool = pool
         self.events = events
         self.app = app
-        # Handlers are timed only for a listener that wants it.
+        # Handlers are timed only for a listener that wants it, and their start noted (one
+        # clock read) only for a listener of finished runs (the minute counter).
         self.timed = any(events.wants(k) for k in ("started", "succeeded", "failed"))
+        self.marks = events.wants("finished")
 
-    async def run(self, task_type: TaskType, time_limit: float | None, claim: Claim) -> Outcome:
+    async def run(self, task_type: TaskType, time_limit: float | None, run: Run) -> Outcome:
         """Run one claim and return its outcome; never raises but CancelledError (cut short).
 
         What the store holds for the task is judged here, per task: data that cannot be
         used sends it alone to the dead letters with the reason. So does a failure of
         duetime's own code while it runs the task, logged with its traceback.
         """
+        claim = run.claim
         try:
             check_claimed(claim)
         except SchemaError as exc:
@@ -91,9 +95,24 @@ class Executor:
             record = Record.decode(claim.record)
         except SchemaError as exc:
             return self._corrupt(task_type.name, claim, "corrupt record", exc)
-        job = _Job(self, task_type, time_limit, claim, record)
         trigger = record.trigger
         try:
+            if trigger is None and not self.timed:
+                # A task without a trigger, when no listener wants its per-task events: the
+                # common case and the hot path. What run_once does with a Job, inline (no
+                # coroutine of its own), without a Job unless the handler fails.
+                occurrence = claim.due_ms if record.occurrence_ms is None else record.occurrence_ms
+                ctx = _context(self, task_type, claim, record, occurrence)
+                if self.marks:
+                    run.fired_ms = self.clock.now()
+                try:
+                    await self.call_handler(task_type, time_limit, record.payload, ctx)
+                except Exception as exc:
+                    job = _Job(self, task_type, time_limit, run, record)
+                    job.context = ctx
+                    return await job.failed(exc, occurrence, None, None)
+                return Outcome("done", claim)
+            job = _Job(self, task_type, time_limit, run, record)
             if trigger is None:
                 return await run_once(job)
             return await trigger.run(job)
@@ -163,11 +182,27 @@ class Executor:
             raise
 
 
+def _context(
+    executor: Executor, task_type: TaskType, claim: Claim, record: Record, occurrence_ms: int
+) -> Context:
+    """What a handler is told about its run."""
+    return Context(
+        task_type.name,
+        claim.id,
+        from_ms(occurrence_ms),
+        outcome.attempt(claim, record),
+        outcome.occurrence_id(claim.id, occurrence_ms),
+        claim.token,
+        executor.app,
+    )
+
+
 class _Job:
     """One claim being run: the :class:`~duetime.triggers.base.Job` a trigger works with."""
 
     __slots__ = (
         "_executor",
+        "_run",
         "_time_limit",
         "claim",
         "context",
@@ -182,16 +217,17 @@ class _Job:
         executor: Executor,
         task_type: TaskType,
         time_limit: float | None,
-        claim: Claim,
+        run: Run,
         record: Record,
     ) -> None:
         self._executor = executor
+        self._run = run
         self._time_limit = time_limit
         self.task_type = task_type
-        self.claim = claim
+        self.claim = run.claim
         self.record = record
         occurrence = record.occurrence_ms
-        self.occurrence_ms = claim.due_ms if occurrence is None else occurrence
+        self.occurrence_ms = run.claim.due_ms if occurrence is None else occurrence
         self.context: Context | None = None
         self.result: object = None
 
@@ -234,15 +270,9 @@ class _Job:
 
     async def call(self, occurrence_ms: int) -> Exception | None:
         executor, claim = self._executor, self.claim
-        ctx = self.context = Context(
-            self.task_name,
-            claim.id,
-            from_ms(occurrence_ms),
-            outcome.attempt(claim, self.record),
-            outcome.occurrence_id(claim.id, occurrence_ms),
-            claim.token,
-            executor.app,
-        )
+        ctx = self.context = _context(executor, self.task_type, claim, self.record, occurrence_ms)
+        if executor.marks:
+            self._run.fired_ms = executor.clock.now()
         timed = executor.timed
         if timed:
             self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
