@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 from duetime.client import Client, ClientSettings
-from duetime.errors import ConfigError
+from duetime.endpoint import Endpoint
+from duetime.errors import ConfigError, ValidationError
 from duetime.events import Listener
 from duetime.features.cron.calls import CronDecorator
 from duetime.features.expiring.calls import ExpiringCalls
@@ -19,6 +20,7 @@ from duetime.features.pollers.calls import PollerCalls
 from duetime.features.pollers.feature import PollerFeature
 from duetime.features.telemetry.calls import WatchCalls
 from duetime.features.telemetry.feature import TelemetryFeature
+from duetime.health import DEFAULT_HEALTH_HOST, DEFAULT_HEALTH_INTERVAL, WorkerHealth
 from duetime.model import Pacing, TaskOptions, TaskPolicy
 from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.validate import check_name, check_partitions
@@ -42,6 +44,8 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
             ``postgresql://...`` or ``sqlite:///path``. None reads ``DUETIME_URL`` when the
             store is first needed, and without it uses the SQLite file ``duetime.db`` in
             the working directory.
+
+    Keyword Args:
         namespace: keeps apps sharing one store apart.
         clock: where "now" comes from; by default the store's own clock.
         max_payload_bytes: the largest payload accepted, as JSON.
@@ -112,12 +116,21 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
         *,
         metrics_port: int | None = None,
         metrics_host: str = DEFAULT_METRICS_HOST,
+        health_port: int | None = None,
+        health_host: str | None = None,
+        health_interval: float = DEFAULT_HEALTH_INTERVAL,
         **options: Any,
     ) -> Worker:
         """A worker for ``types`` (default: every type with a handler); see
-        :class:`~duetime.Worker` for the options. With ``metrics_port`` (0: a free one) it
-        serves Prometheus metrics while it runs, on ``metrics_host``: needs
-        ``duetime[metrics]``.
+        :class:`~duetime.Worker` for the options.
+
+        With ``metrics_port`` (0: a free one) it serves Prometheus metrics while it runs, on
+        ``metrics_host``: needs ``duetime[metrics]``. With ``health_port`` it answers
+        ``/healthz`` and ``/readyz`` (:class:`~duetime.health.WorkerHealth`; the store may
+        go ``health_interval`` seconds without answering) on ``health_host`` (default
+        127.0.0.1); the same port as ``metrics_port`` means one server answering all three
+        paths, on ``metrics_host``. ``worker.find_listener(WorkerHealth).port`` is the port
+        picked for port 0.
 
         Raises:
             ConfigError: ``metrics_port`` without prometheus-client installed.
@@ -126,8 +139,12 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
         from duetime.worker import Worker
 
         worker = Worker(self, types, **options)
+        metrics = None
         if metrics_port is not None:
-            worker.add_metrics(_metrics(self, worker.types, metrics_host, metrics_port))
+            metrics = _metrics(self, worker.types, metrics_host, metrics_port)
+            worker.add_metrics(metrics)
+        if health_port is not None:
+            worker.add_listener(_health(worker, metrics, health_host, health_port, health_interval))
         return worker
 
     async def serve(self, types: Sequence[str] | None = None, **options: Any) -> None:
@@ -152,6 +169,22 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
         from duetime.sync import SyncClient
 
         return SyncClient(self)
+
+
+def _health(
+    worker: Worker, metrics: WorkerMetrics | None, host: str | None, port: int, interval: float
+) -> WorkerHealth:
+    """The health checks of ``worker``: on the metrics' server when they share its port."""
+    if metrics is not None and port == metrics.port:
+        if host not in (None, metrics.host):
+            raise ValidationError(
+                "health_host",
+                f"must be metrics_host ({metrics.host}) or not given: one server answers "
+                f"both on port {port}",
+            )
+        return WorkerHealth(worker, metrics.endpoint, owns_endpoint=False, interval=interval)
+    endpoint = Endpoint(DEFAULT_HEALTH_HOST if host is None else host, port, {}, what="health")
+    return WorkerHealth(worker, endpoint, interval=interval)
 
 
 def _metrics(app: App, types: Sequence[str], host: str, port: int) -> WorkerMetrics:

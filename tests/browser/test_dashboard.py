@@ -1,6 +1,6 @@
 """The dashboard in a real headless Chromium (the system's, driven by Playwright), served by
 uvicorn over a real store: what a user sees and clicks, checked in the store afterwards.
-Also writes the README's screenshots, ``docs/screenshots/*.png``.
+Also writes the screenshots of docs/dashboard.md and the README, ``docs/screenshots/*.png``.
 
 The same pages over HTTP, without a browser, are tests/integration/test_dashboard.py."""
 
@@ -16,6 +16,7 @@ from playwright.async_api import Browser, Page, expect
 import duetime
 from tests.browser.conftest import (
     BOTH_STORES,
+    TOKEN,
     Dashboard,
     OtherOrigin,
     Watched,
@@ -136,20 +137,18 @@ async def test_a_change_without_the_token_or_from_another_origin_changes_nothing
     await app.add_cron("nightly", "0 3 * * *", task="report")
     retry_url = dashboard.url("/actions/retry?type=invoice&id=d0&next=/dead")
 
-    # A browser that never logged in: the page's own form, and a script's POST.
+    # A browser that never logged in: no button to press, and a script's POSTs are refused.
     stranger = await new_context(browser, watched)
     try:
         anonymous = await stranger.new_page()
         await anonymous.goto(dashboard.url("/types/invoice?state=dead"))
-        async with anonymous.expect_response(lambda r: "/actions/retry" in r.url) as answer:
-            await anonymous.get_by_role("button", name="Retry", exact=True).click()
-        assert (await answer.value).status == 401
-        await expect(anonymous.locator("body")).to_contain_text("needs the dashboard's token")
-        status = await anonymous.evaluate(
-            "url => fetch(url, {method: 'POST'}).then(r => r.status)",
-            dashboard.url("/actions/pause-cron?name=nightly"),
-        )
-        assert status == 401
+        await expect(anonymous.get_by_role("button", name="Log in")).to_be_visible()
+        await expect(anonymous.get_by_role("button", name="Retry", exact=True)).to_have_count(0)
+        for url in (retry_url, dashboard.url("/actions/pause-cron?name=nightly")):
+            status = await anonymous.evaluate(
+                "url => fetch(url, {method: 'POST'}).then(r => r.status)", url
+            )
+            assert status == 401
     finally:
         await stranger.close()
     assert await state_of(app, "invoice", "d0") == "dead"
@@ -175,6 +174,28 @@ async def test_a_change_without_the_token_or_from_another_origin_changes_nothing
 
     # The same browser, from the dashboard's own page, may: the cookie was there.
     await page.goto(dashboard.url("/types/invoice?state=dead"))
+    await page.get_by_role("button", name="Retry", exact=True).click()
+    await expect(page.locator("p.done")).to_have_text("d0 is due again")
+    assert await state_of(app, "invoice", "d0") == "due"
+
+
+async def test_a_page_without_a_session_offers_the_login_form_instead_of_its_buttons(
+    app: duetime.App, dashboard: Dashboard, page: Page
+) -> None:
+    await make_dead(app, "invoice", 1)
+    await page.goto(dashboard.url("/types/invoice?state=dead"))
+    await expect(page.get_by_role("button", name="Retry", exact=True)).to_have_count(0)
+
+    await page.get_by_label("token").fill("guess")  # a wrong token: the form again
+    await page.get_by_role("button", name="Log in").click()
+    await expect(page.locator("p.note")).to_have_text("wrong token")
+    assert not await page.context.cookies()
+
+    await page.get_by_label("token").fill(TOKEN)  # the right one: back to the same page
+    await page.get_by_role("button", name="Log in").click()
+    await expect(page.get_by_role("button", name="Retry", exact=True)).to_be_visible()
+    assert urlsplit(page.url).path == "/types/invoice"
+    await expect(page.get_by_role("button", name="Log in")).to_have_count(0)
     await page.get_by_role("button", name="Retry", exact=True).click()
     await expect(page.locator("p.done")).to_have_text("d0 is due again")
     assert await state_of(app, "invoice", "d0") == "due"
@@ -261,6 +282,7 @@ async def test_screenshots_of_the_overview_and_the_dead_letters(
     await app.schedule("video", "intro.mp4")
     await app.schedule("video", "launch.mp4")
     await make_dead(app, "invoice", 3, prefix="INV-2024-")
+    await log_in(page, dashboard)  # the pages as an operator sees them: with their buttons
     # A worker that stays: the live workers, and two videos running now (its heartbeat
     # says so within a beat, while the other worker runs the mail and the reports).
     async with running_worker(app, ["video"]):

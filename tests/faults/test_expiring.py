@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections import Counter
 
 import pytest
@@ -28,16 +29,23 @@ def _values(workers: Workers) -> dict[str, list[object]]:
     return out
 
 
+#: The entries' TTL: long enough that both puts of 10,000 entries land before the first
+#: expires, on a machine busy with other tests too.
+TTL_SECONDS = 5.0
+
+
 async def _put_expired(redis_url: str, namespace: str) -> None:
     """10,000 entries, each put twice (the second value is the one that counts), all
     expired before any worker runs."""
     app = duetime.App(redis_url, namespace=namespace)
-    cache = app.expiring("work", ttl=0.5)
+    cache = app.expiring("work", ttl=TTL_SECONDS)
     first = {f"e{i}": {"v": 0} for i in range(ENTRIES)}
     last = {f"e{i}": {"v": i} for i in range(ENTRIES)}
+    begun = time.monotonic()
     await cache.put_many(first)
     await cache.put_many(last)  # before the expiry: replaces the value, restarts the TTL
-    await asyncio.sleep(1.0)  # expired, and no worker ran
+    assert time.monotonic() - begun < TTL_SECONDS, "the puts took longer than the TTL"
+    await asyncio.sleep(TTL_SECONDS + 0.5)  # expired, and no worker ran
     assert await cache.get("e0") is None
     await app.close()
 

@@ -94,6 +94,13 @@ def _terminate(admin: psycopg.Connection[Any], name: str, *, listen: bool) -> in
     return ended
 
 
+def _in_flight(workers: Workers) -> bool:
+    """Whether a handler has started and not yet had its effect."""
+    entries = workers.ledger()
+    started, done = counts(entries, "start"), counts(entries, "effect")
+    return any(n > done[task_id] for task_id, n in started.items())
+
+
 async def test_sigkill_mid_handler_loses_nothing(
     url: str, namespace: str, app: duetime.App, workers: Workers
 ) -> None:
@@ -101,6 +108,9 @@ async def test_sigkill_mid_handler_loses_nothing(
                           concurrency=CONCURRENCY).wait_ready()  # fmt: skip
     await _schedule_all(app)
     await eventually(lambda: len(counts(workers.ledger(), "effect")) >= N // 5, 60, "a fifth ran")
+    # Killed while handlers run (started, no effect yet), not in a gap between batches,
+    # which a busy machine makes long.
+    await eventually(lambda: _in_flight(workers), 30, "a handler running", every=0.001)
     first.kill()
     second = workers.start(url, namespace, mode="ledger", lease=1.0).wait_ready()
     effects = await _all_ran(workers)

@@ -80,13 +80,24 @@ def task_doc(info: TaskInfo) -> dict[str, Any]:
     }
 
 
+#: The columns of ``ls``, printed first (alone when nothing is listed).
+TASK_HEADER = "type\tid\tstate\tdue\tattempts\terror"
+#: What happens to a task that ends: said wherever a task is looked for and not found.
+#: (When a run history is kept, this is the place to say where it is.)
+NOT_KEPT = "finished tasks are not kept"
+
+
 def task_line(info: TaskInfo) -> str:
-    """One task as ``ls`` prints it."""
-    error = f"  error: {info.error}" if info.error else ""
+    """One task as ``ls`` prints it, in the columns of :data:`TASK_HEADER`."""
     return (
         f"{info.task_type}\t{info.task_id}\t{info.state}\t{when(info.due)}\t"
-        f"attempts {info.attempts}{error}"
+        f"{info.attempts}\t{info.error or '-'}"
     )
+
+
+def no_task(task_type: str, task_id: str) -> NotFoundExit:
+    """The error for a task that is not in the store (exit code 3)."""
+    return NotFoundExit(f"no task {task_type}/{task_id}: not due, running or dead ({NOT_KEPT})")
 
 
 def cron_state(info: CronInfo) -> str:

@@ -11,7 +11,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -37,20 +37,78 @@ def load_app(target: str) -> App:
 
     This is the one place duetime imports code by name, and the name comes from the
     command line, never from stored data.
+
+    Raises:
+        click.BadParameter: each way ``target`` can be wrong, saying which (exit code 2): not
+            ``module:attribute``, a file path instead of a module name, a module that is
+            not found, an attribute the module lacks, one that is not an App.
     """
-    module_name, _, attribute = target.partition(":")
+    module_name, _, attribute = target.rpartition(":")
     if not module_name or not attribute:
-        raise click.BadParameter(f"{target!r}: expected module:attribute, e.g. myproject.tasks:app")
+        _bad(f"{target!r}: expected module:attribute, e.g. myproject.tasks:app")
+    if _is_path(module_name):
+        _bad(_path_given(module_name, attribute))
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not _is_within(module_name, exc.name):
+            _bad(f"cannot import {module_name!r}: importing it failed: {exc}")
+        _bad(
+            f"cannot import {module_name!r}: no module {exc.name!r} in {os.getcwd()} or on "
+            f"PYTHONPATH; {RUN_FROM_HINT}"
+        )
     except ImportError as exc:
-        raise click.BadParameter(f"cannot import {module_name!r}: {exc}") from None
-    app = getattr(module, attribute, None)
+        _bad(f"cannot import {module_name!r}: importing it failed: {exc}")
+    if not hasattr(module, attribute):
+        apps = sorted(name for name, value in vars(module).items() if isinstance(value, App))
+        found = f"; its duetime.App: {', '.join(apps)}" if apps else ""
+        _bad(f"module {module_name!r} has no attribute {attribute!r}{found}")
+    app = getattr(module, attribute)
     if not isinstance(app, App):
-        raise click.BadParameter(f"{target!r} is not a duetime.App")
+        kind = type(app).__name__
+        _bad(f"{target!r} is {'an' if kind[0] in 'aeiouAEIOU' else 'a'} {kind}, not a duetime.App")
     return app
+
+
+#: How to make a module importable, for errors about MODULE:APP.
+RUN_FROM_HINT = "run duetime from the directory that holds it, or set PYTHONPATH to that directory"
+
+
+def _bad(message: str) -> NoReturn:
+    raise click.BadParameter(message, param_hint="'MODULE:APP'")
+
+
+def _is_path(module_name: str) -> bool:
+    """Whether a file path was given where a module name goes (``tasks.py``, ``../x``)."""
+    return (
+        "/" in module_name
+        or "\\" in module_name
+        or module_name.startswith(".")
+        or module_name.endswith(".py")
+    )
+
+
+def _path_given(path: str, attribute: str) -> str:
+    """The error for a path given as MODULE, with the module name to give instead."""
+    file = path.replace("\\", "/").rstrip("/")
+    folder, _, name = file.rpartition("/")
+    name = name.removesuffix(".py")
+    if not name.isidentifier():
+        return f"{path!r} is a file path: give a module name (tasks:app); {RUN_FROM_HINT}"
+    where = (
+        f"run duetime from {folder or '/'} or set PYTHONPATH={folder or '/'}"
+        if folder not in ("", ".")
+        else "run duetime from the directory that holds it, or set PYTHONPATH to it"
+    )
+    return f"{path!r} is a file path: give the module name, {name}:{attribute}, and {where}"
+
+
+def _is_within(module_name: str, missing: str) -> bool:
+    """Whether the module not found is the one asked for or a package holding it (rather
+    than a module it imports)."""
+    return module_name == missing or module_name.startswith(missing + ".")
 
 
 class AppCommand(click.Command):
@@ -88,41 +146,46 @@ def lift_app(command: click.Command, args: list[str]) -> list[str]:
     return args
 
 
-def app_command(name: str | None = None) -> Callable[[Callable[..., None]], click.Command]:
+def app_command(
+    name: str | None = None, *, prints_json: bool = True
+) -> Callable[[Callable[..., None]], click.Command]:
     """A command on an app or a store URL (``--app``, ``--url``, ``--namespace``), with
-    ``--json``; ``duetime.cli.group`` adds it to the ``duetime`` command."""
+    ``--json`` unless it prints no result (``prints_json=False``: the dashboard);
+    ``duetime.cli.group`` adds it to the ``duetime`` command."""
 
     def make(fn: Callable[..., None]) -> click.Command:
-        return click.command(name=name, cls=AppCommand)(target_options(fn))
+        return click.command(name=name, cls=AppCommand)(target_options(fn, prints_json))
 
     return make
 
 
-def target_options(command: F) -> F:
+def target_options(command: F, prints_json: bool = True) -> F:
     """``--app``, ``--url``, ``--namespace`` and ``--json``: where a command works, and how
     it prints."""
-    for option in reversed(
-        (
-            click.option(
-                "--app",
-                "app_path",
-                envvar="DUETIME_APP",
-                metavar="MODULE:APP",
-                help="The app, imported from the working directory (or the first argument).",
-            ),
-            click.option(
-                "--url",
-                envvar="DUETIME_URL",
-                help="The store, when no app is given: redis://..., sqlite:///path, ...",
-            ),
-            click.option(
-                "--namespace",
-                envvar="DUETIME_NAMESPACE",
-                help="The namespace in the store (with --url)  [default: default]",
-            ),
-            click.option("--json", "as_json", is_flag=True, help="Print one JSON document."),
+    options = [
+        click.option(
+            "--app",
+            "app_path",
+            envvar="DUETIME_APP",
+            metavar="MODULE:APP",
+            help="The app, imported from the working directory (or the first argument).",
+        ),
+        click.option(
+            "--url",
+            envvar="DUETIME_URL",
+            help="The store, when no app is given: redis://..., sqlite:///path, ...",
+        ),
+        click.option(
+            "--namespace",
+            envvar="DUETIME_NAMESPACE",
+            help="The namespace in the store (with --url)  [default: default]",
+        ),
+    ]
+    if prints_json:
+        options.append(
+            click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
         )
-    ):
+    for option in reversed(options):
         command = option(command)
     return command
 
@@ -167,8 +230,12 @@ class Target:
     @classmethod
     def from_options(cls, options: dict[str, Any]) -> Target:
         """The app of a command's target options, taken out of its ``options``."""
-        names = ("app_path", "url", "namespace", "as_json")
-        return cls.resolve(*(options.pop(name) for name in names))
+        return cls.resolve(
+            options.pop("app_path"),
+            options.pop("url"),
+            options.pop("namespace"),
+            options.pop("as_json", False),  # a command that prints no result has no --json
+        )
 
     async def adopt(self, *names: str) -> None:
         """A bare app learns the types ``names`` from the store; an app from a module knows
@@ -201,6 +268,17 @@ class Target:
         except NotFound as exc:
             raise NotFoundExit(str(exc)) from None
         except ValidationError as exc:
-            raise BadUsage(str(exc)) from None
+            raise refused(exc) from None
         except DuetimeError as exc:
             raise click.ClickException(str(exc)) from None
+
+
+def refused(exc: ValidationError) -> click.ClickException:
+    """The App's refusal of a value as the command's error (exit code 2): naming the option
+    or argument that carried the value (``--every``, ``TASK_ID``) when the field is one of
+    the command's."""
+    ctx = click.get_current_context(silent=True)
+    for param in [] if ctx is None else ctx.command.params:
+        if param.name == exc.field:
+            return click.BadParameter(exc.problem, ctx=ctx, param=param)
+    return BadUsage(str(exc))

@@ -3,18 +3,19 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 import click
 
 from duetime.admin import bulk
+from duetime.app import App
 from duetime.cli.output import (
-    NotFoundExit,
+    TASK_HEADER,
     echo,
     emit,
+    no_task,
     progress_bar,
     task_doc,
     task_line,
@@ -22,26 +23,46 @@ from duetime.cli.output import (
     when,
 )
 from duetime.cli.target import Target, app_command, warn_invalid
-from duetime.cli.values import MAX_COUNT, Seconds
-from duetime.errors import BulkIncomplete
+from duetime.cli.values import MAX_COUNT, JsonObject, Moment, Seconds
+from duetime.errors import BulkIncomplete, DuetimeError
+from duetime.features.telemetry.presence import seen_since
 from duetime.model import TaskInfo
+from duetime.stores import shown_url
 from duetime.stores.base import STATES, State
+
+#: How recently a worker must have run on the store for ``schedule`` and ``submit`` not to
+#: warn: a minute, four times the lapse of a live worker's heartbeat.
+SEEN_WITHIN_MS = 60_000
 
 
 def task_options(command: Callable[..., None]) -> Callable[..., None]:
     """The options that describe when a task is due and what it carries."""
     for option in reversed(
         (
-            click.option("--at", "at", help="When it is due: an ISO 8601 time with an offset."),
             click.option(
-                "--delay", type=Seconds(), help="Seconds from now (by the store's clock)."
-            ),
-            click.option("--payload", default="{}", show_default=True, help="A JSON object."),
-            click.option(
-                "--every", type=Seconds(), help="Make it periodic: seconds between occurrences."
+                "--at", type=Moment(), help="When it is due: ISO 8601 with an offset (or Z)."
             ),
             click.option(
-                "--until", "until", help="The last time an occurrence may be due (ISO 8601)."
+                "--delay",
+                type=Seconds(),
+                help="How long from now (by the store's clock): 90, 90s, 5m, 2h, 1d or PT5M.",
+            ),
+            click.option(
+                "--payload",
+                type=JsonObject(),
+                default="{}",
+                show_default=True,
+                help="A JSON object.",
+            ),
+            click.option(
+                "--every",
+                type=Seconds(),
+                help="Make it periodic: the time between occurrences (a duration, as --delay).",
+            ),
+            click.option(
+                "--until",
+                type=Moment(),
+                help="The last time an occurrence may be due (ISO 8601, as --at).",
             ),
         )
     ):
@@ -50,24 +71,43 @@ def task_options(command: Callable[..., None]) -> Callable[..., None]:
 
 
 def task_fields(
-    at: str | None, delay: float | None, payload: str, every: float | None, until: str | None
+    at: datetime | None,
+    delay: float | None,
+    payload: dict[str, Any],
+    every: float | None,
+    until: datetime | None,
 ) -> dict[str, Any]:
-    """The keyword arguments of App.schedule and App.submit, from the task options (their
-    numbers checked by :class:`~duetime.cli.values.Seconds`); a bad one names its option."""
+    """The keyword arguments of App.schedule and App.submit, from the task options (each
+    checked by its type in :mod:`duetime.cli.values`)."""
     return {
-        "at": _parsed("--at", at, datetime.fromisoformat),
+        "at": at,
         "delay": delay,
-        "payload": _parsed("--payload", payload, json.loads),
+        "payload": payload,
         "every": None if every is None else timedelta(seconds=every),
-        "until": _parsed("--until", until, datetime.fromisoformat),
+        "until": until,
     }
 
 
-def _parsed(option: str, text: str | None, parse: Callable[[str], Any]) -> Any:
+async def worker_seen(app: App) -> bool:
+    """Whether a worker ran on the app's store and namespace in the last minute (one read);
+    True when the store cannot tell, so that asking never fails a command."""
     try:
-        return parse(text) if text else None
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint=option) from None
+        return await seen_since(await app.open(), await app.now_ms() - SEEN_WITHIN_MS)
+    except DuetimeError:
+        return True
+
+
+def warn_no_worker(app: App) -> None:
+    """Say on stderr that no worker ran on the app's store lately: the task may wait long,
+    and the most common reason is a worker on another store (a relative SQLite path from
+    another working directory), so the store is named in full."""
+    where = shown_url(app.url)
+    if app.namespace != "default":
+        where += f" (namespace {app.namespace})"
+    click.echo(
+        f"warning: no worker has run on {where} in the last minute: is one running on this store?",
+        err=True,
+    )
 
 
 @app_command()
@@ -79,15 +119,18 @@ def schedule(task_type: str, task_id: str, **options: Any) -> None:
     target = Target.from_options(options)
     fields = task_fields(**options)
 
-    async def call() -> datetime:
+    async def call() -> tuple[datetime, bool]:
         await target.adopt(task_type)
-        return await target.app.schedule(task_type, task_id, **fields)
+        due = await target.app.schedule(task_type, task_id, **fields)
+        return due, await worker_seen(target.app)
 
-    due = target.run(call)
+    due, seen = target.run(call)
     if target.as_json:
         emit({"type": task_type, "id": task_id, **times("due", due)})
     else:
         echo(f"{task_type}/{task_id} due {when(due)}")
+    if not seen:
+        warn_no_worker(target.app)
 
 
 @app_command()
@@ -98,15 +141,18 @@ def submit(task_type: str, **options: Any) -> None:
     target = Target.from_options(options)
     fields = task_fields(**options)
 
-    async def call() -> str:
+    async def call() -> tuple[str, bool]:
         await target.adopt(task_type)
-        return await target.app.submit(task_type, **fields)
+        task_id = await target.app.submit(task_type, **fields)
+        return task_id, await worker_seen(target.app)
 
-    task_id = target.run(call)
+    task_id, seen = target.run(call)
     if target.as_json:
         emit({"type": task_type, "id": task_id})
     else:
         echo(task_id)
+    if not seen:
+        warn_no_worker(target.app)
 
 
 @app_command()
@@ -122,7 +168,7 @@ def show(task_type: str, task_id: str, **options: Any) -> None:
 
     info = target.run(call)
     if info is None:
-        raise NotFoundExit(f"no task {task_type}/{task_id}")
+        raise no_task(task_type, task_id)
     emit(task_doc(info), indent=None if target.as_json else 2)
 
 
@@ -148,7 +194,7 @@ def cancel(
         return await target.app.cancel(task_type, task_id)
 
     if not target.run(call):
-        raise NotFoundExit(f"no task {task_type}/{task_id}")
+        raise no_task(task_type, task_id)
     if target.as_json:
         emit({"type": task_type, "id": task_id, "cancelled": True})
     else:
@@ -215,12 +261,19 @@ def _bulk(target: Target, task_type: str, action: str, state: State) -> None:
 
 @app_command(name="ls")
 @click.argument("task_type", required=False)
-@click.option("--state", type=click.Choice(STATES), default="due", show_default=True)
+@click.option(
+    "--state",
+    type=click.Choice([*STATES, "all"]),
+    default="due",
+    show_default=True,
+    help="The state to list; all: due, then running, then dead.",
+)
 @click.option("--limit", type=click.IntRange(1, MAX_COUNT), default=50, show_default=True)
-def list_tasks(task_type: str | None, state: State, limit: int, **options: Any) -> None:
+def list_tasks(task_type: str | None, state: str, limit: int, **options: Any) -> None:
     """List tasks of one type (or of every type: the app's, or with --url those the store
-    holds) in a state, earliest first: at most --limit per type."""
+    holds) in a state, earliest first: at most --limit per type and state."""
     target = Target.from_options(options)
+    states = STATES if state == "all" else (cast(State, state),)
 
     async def collect() -> list[TaskInfo]:
         if task_type:
@@ -230,10 +283,17 @@ def list_tasks(task_type: str | None, state: State, limit: int, **options: Any) 
             found = await target.all_types()
             warn_invalid(found.invalid)
             names = found.names
-        return [t for name in names for t in await target.app.list(name, state, limit=limit)]
+        return [
+            t for name in names for s in states for t in await target.app.list(name, s, limit=limit)
+        ]
 
     rows = target.run(collect)
     if target.as_json:
         emit([task_doc(info) for info in rows])
-    for info in [] if target.as_json else rows:
+        return
+    click.echo(TASK_HEADER)
+    for info in rows:
         echo(task_line(info))
+    if not rows:
+        what = "tasks" if state == "all" else f"{state} tasks"
+        click.echo(f"no {what}" + (f" of {task_type}" if task_type else ""), err=True)

@@ -7,6 +7,7 @@ import click
 from duetime.cli.target import load_app
 from duetime.cli.values import Seconds
 from duetime.errors import DuetimeError
+from duetime.health import DEFAULT_HEALTH_INTERVAL
 
 
 @click.command()
@@ -38,6 +39,24 @@ from duetime.errors import DuetimeError
     show_default=True,
     help="The interface to serve metrics on.",
 )
+@click.option(
+    "--health-port",
+    type=click.IntRange(0, 65535),
+    metavar="PORT",
+    help="Answer GET /healthz and /readyz on this port (the metrics port too: one server).",
+)
+@click.option(
+    "--health-host",
+    help="The interface to answer health checks on  [default: 127.0.0.1, or --metrics-host "
+    "on the metrics port]",
+)
+@click.option(
+    "--health-interval",
+    type=Seconds(minimum=0.1),
+    default=DEFAULT_HEALTH_INTERVAL,
+    show_default=True,
+    help="Seconds the store may go without answering before /healthz answers 503.",
+)
 def worker(
     app_path: str,
     types: tuple[str, ...],
@@ -45,6 +64,9 @@ def worker(
     no_gc_tuning: bool,
     metrics_port: int | None,
     metrics_host: str,
+    health_port: int | None,
+    health_host: str | None,
+    health_interval: float,
 ) -> None:
     """Run a worker for every task type of MODULE:APP until SIGTERM or SIGINT."""
     app = load_app(app_path)
@@ -55,6 +77,9 @@ def worker(
             gc_tuning=not no_gc_tuning,
             metrics_port=metrics_port,
             metrics_host=metrics_host,
+            health_port=health_port,
+            health_host=health_host,
+            health_interval=health_interval,
         )
     except DuetimeError as exc:
         raise click.ClickException(str(exc)) from None

@@ -89,3 +89,18 @@ def redact(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return parts._replace(netloc=netloc).geturl()
+
+
+def shown_url(url: str) -> str:
+    """The URL as a message names the store: any password hidden, and a SQLite file's path
+    made absolute (a relative one names another file in another working directory, the
+    way a worker and a producer end up on two stores)."""
+    if urlsplit(url).scheme.lower() != "sqlite":
+        return redact(url)
+    from duetime.stores.sqlite.config import parse_sqlite_url
+
+    try:
+        path = parse_sqlite_url(url, namespace="default").path
+    except ConfigError:
+        return url
+    return f"sqlite:///{path.as_posix()}"

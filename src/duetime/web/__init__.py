@@ -17,12 +17,14 @@ import json
 import secrets
 from collections.abc import AsyncIterator, Iterable
 from datetime import datetime
+from html import escape
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode
 
 try:
     import jinja2
+    from markupsafe import Markup
     from starlette.applications import Starlette
     from starlette.routing import Mount
     from starlette.staticfiles import StaticFiles
@@ -31,7 +33,7 @@ except ImportError as exc:  # pragma: no cover - the extra is part of dev
     raise ImportError("the dashboard needs the web extra: pip install 'duetime[web]'") from exc
 
 from duetime.app import App
-from duetime.web import actions, pages, scrape
+from duetime.web import actions, login, pages, scrape
 from duetime.web.data import TypeNames
 from duetime.web.flash import Flash
 from duetime.web.guard import Access, Guard, host_patterns, is_loopback
@@ -89,12 +91,17 @@ def create_app(
     )
     templates = Jinja2Templates(env=env)
     env.globals.update(
-        task_url=pages.task_url, type_url=pages.type_url, qs=_query, inf=float("inf")
+        task_url=pages.task_url,
+        type_url=pages.type_url,
+        qs=_query,
+        inf=float("inf"),
+        login_form=_login_form,
     )
     env.filters.update(when=_when, tojson_safe=_json, pretty=_pretty)
     type_names = TypeNames(app)
     routes = [
-        *pages.routes(app, templates, access.read_only),
+        # Without a token no change can be made, so the pages offer neither buttons nor login.
+        *pages.routes(app, templates, access.read_only or access.token is None),
         *actions.routes(app),
         *scrape.routes(app, type_names),
         Mount("/static", StaticFiles(directory=str(folder / "static")), name="static"),
@@ -116,6 +123,10 @@ def create_app(
 
 def _when(moment: datetime | None) -> str:
     return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def _login_form(action: str) -> Markup:
+    return Markup(login.form(escape(action)))
 
 
 def _query(**params: Any) -> str:

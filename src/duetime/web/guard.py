@@ -4,8 +4,11 @@
   allowed hosts (a service's own names), are answered, so that a web page cannot reach the
   dashboard through a DNS name rebound to its address.
 - **Token.** Changes (every POST) need the dashboard's token: from the cookie that
-  ``/login?token=...`` sets (HttpOnly, SameSite=Strict), or an ``Authorization: Bearer``
-  header for scripts. Served beyond loopback, reading needs it too.
+  ``/login`` sets (HttpOnly, SameSite=Strict; :mod:`.login`), or an ``Authorization:
+  Bearer`` header for scripts. Served beyond loopback, reading needs it too: a page asked
+  for without it is the login form. Whether a request carries the token is told to the
+  pages (``request.state.session``), which show the login form rather than buttons
+  without it.
 - **Origin.** A change carrying the cookie must come from the dashboard's own pages: its
   ``Origin`` (or, without one, its ``Referer``) must be the dashboard's, and a browser's
   ``Sec-Fetch-Site`` must not say another site sent it. A page elsewhere cannot make the
@@ -15,7 +18,6 @@
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import re
 from collections.abc import Iterable
@@ -23,12 +25,12 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from duetime.errors import ValidationError
+from duetime.web.login import COOKIE, equal, login, login_page
 
-COOKIE = "duetime_token"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 #: The requests that change nothing.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -147,13 +149,14 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request = Request(scope)
+        request = Request(scope, receive)
         refusal = self.check(request)
         if refusal is None and local_path(request) == "/login":
-            refusal = self.login(request)
+            refusal = await login(request, self.access.token)
         if refusal is not None:
             await refusal(scope, receive, send)
             return
+        scope.setdefault("state", {})["session"] = self.token_of(request) is not None
         await self.app(scope, receive, send)
 
     def check(self, request: Request) -> Response | None:
@@ -163,12 +166,16 @@ class Guard:
             return PlainTextResponse(
                 f"refused: host {host_of(host)!r} is not this machine or an allowed host", 421
             )
+        path = local_path(request)
         if request.method in SAFE_METHODS:
-            path = local_path(request)
             open_path = path == "/login" or path.startswith("/static/")
             if access.reads_need_token and not open_path and self.token_of(request) is None:
-                return PlainTextResponse("refused: open /login?token=... first", 401)
+                back = path + (f"?{request.url.query}" if request.url.query else "")
+                return login_page(request.scope.get("root_path", ""), back, None, 401)
             return None
+        if path == "/login":  # a POST that carries the token (the form), from the own pages
+            same = same_origin(request)
+            return None if same else PlainTextResponse("refused: from another site", 403)
         if access.read_only:
             return PlainTextResponse("refused: the dashboard is read-only", 403)
         carried = self.token_of(request)
@@ -184,23 +191,11 @@ class Guard:
         if expected is None:
             return None
         auth = request.headers.get("authorization", "")
-        if auth.lower().startswith("bearer ") and _equal(auth[7:].strip(), expected):
+        if auth.lower().startswith("bearer ") and equal(auth[7:].strip(), expected):
             return "bearer"
-        if _equal(request.cookies.get(COOKIE, ""), expected):
+        if equal(request.cookies.get(COOKIE, ""), expected):
             return "cookie"
         return None
-
-    def login(self, request: Request) -> Response:
-        """``/login?token=...``: the cookie, then the overview; a wrong token is refused."""
-        expected = self.access.token
-        given = request.query_params.get("token", "")
-        if expected is None or not _equal(given, expected):
-            return PlainTextResponse("refused: wrong token", 401)
-        response = RedirectResponse(request.scope.get("root_path", "") + "/", 303)
-        # The cookie goes only to the dashboard: mounted under a prefix, not to the service.
-        path = request.scope.get("root_path") or "/"
-        response.set_cookie(COOKIE, given, httponly=True, samesite="strict", path=path)
-        return response
 
 
 def local_path(request: Request) -> str:
@@ -223,7 +218,3 @@ def same_origin(request: Request) -> bool:
         return False
     parts = urlsplit(referer)
     return f"{parts.scheme}://{parts.netloc}" == own
-
-
-def _equal(given: str, expected: str) -> bool:
-    return bool(given) and hmac.compare_digest(given.encode(), expected.encode())

@@ -97,8 +97,7 @@ def routes(app: App, templates: Jinja2Templates, read_only: bool) -> list[Route]
                     "error": str(exc),
                     "heading": "Not found" if missing else None,
                     "page": name,
-                    "read_only": read_only,
-                    "root": request.scope.get("root_path", ""),
+                    **_common(request, read_only),
                 }
                 status = 404 if missing else 503
                 return templates.TemplateResponse(request, "error.html", context, status)
@@ -107,16 +106,25 @@ def routes(app: App, templates: Jinja2Templates, read_only: bool) -> list[Route]
             template, context = result
             context.update(
                 page=name,
-                read_only=read_only,
                 done=request.app.state.flash.message(request.query_params),
-                root=request.scope.get("root_path", ""),
-                here=local_path(request) + (f"?{request.url.query}" if request.url.query else ""),
+                **_common(request, read_only),
             )
             return templates.TemplateResponse(request, template, context)
 
         return render
 
     return [Route(path, endpoint(name, page)) for path, (name, page) in PAGES.items()]
+
+
+def _common(request: Request, read_only: bool) -> dict[str, Any]:
+    """What every page's template is given: where it is, and whether it may show the buttons
+    of changes (a session: the guard found the token) or the login form instead."""
+    return {
+        "read_only": read_only,
+        "session": bool(getattr(request.state, "session", False)),
+        "root": request.scope.get("root_path", ""),
+        "here": local_path(request) + (f"?{request.url.query}" if request.url.query else ""),
+    }
 
 
 def _int(raw: str | None, default: int) -> int:

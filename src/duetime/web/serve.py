@@ -3,6 +3,8 @@ listens (:class:`~duetime.web.guard.Access`)."""
 
 from __future__ import annotations
 
+import errno
+import socket
 from collections.abc import Callable, Iterable
 
 import uvicorn
@@ -14,6 +16,45 @@ from duetime.web.guard import Access, host_patterns, is_loopback
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
+
+
+class CannotListen(Exception):
+    """The dashboard cannot listen where it was asked to (a port in use): one line that
+    says so, and what to change."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host`` and ``port``, to hand to uvicorn: bound before
+    anything is printed, so that a port in use is said at once, and not after a login link
+    that leads to another program.
+
+    Raises:
+        CannotListen: the port is in use, or the host or port cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    # As uvicorn binds: a dashboard restarted at once reuses its port, whose old
+    # connections may linger in TIME_WAIT; a port another process listens on still fails.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+        sock.listen()  # the link printed next answers at once (uvicorn accepts later)
+    except OSError as exc:
+        sock.close()
+        raise CannotListen(_why(exc, host, port)) from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def _why(exc: OSError, host: str, port: int) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return f"port {port} is in use: pick another with --port"
+    if exc.errno == errno.EACCES:
+        return f"cannot listen on port {port}: permission denied: pick another with --port"
+    reason = exc.strerror or str(exc)
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return f"cannot listen on {host}: {reason}: pick another with --host"
+    return f"cannot listen on {host} port {port}: {reason}"
 
 
 def access_for(
@@ -58,14 +99,24 @@ def serve(
     allowed_hosts: Iterable[str] = (),
     say: Callable[[str], None] = print,
 ) -> None:
-    """Serve ``app``'s dashboard until interrupted, saying where and with which token."""
+    """Serve ``app``'s dashboard until interrupted, saying where and with which token.
+
+    Raises:
+        ConfigError: see :func:`access_for`. CannotListen: see :func:`listen`; both before
+            anything is said.
+    """
     access, token = access_for(host, token, read_only, allowed_hosts)
-    shown = f"[{host}]" if ":" in host else host
-    base = f"http://{shown}:{port}"
-    if token is None:
-        say(f"duetime dashboard (read-only) on {base}/")
-    else:
-        mode = " (read-only)" if read_only else ""
-        say(f"duetime dashboard{mode} on {base}/ ; log in at {base}/login?token={token}")
-    dashboard = create_app(app, access=access, close_app=True)
-    uvicorn.run(dashboard, host=host, port=port, log_level="warning", lifespan="on")
+    sock = listen(host, port)
+    try:
+        shown = f"[{host.strip('[]')}]" if ":" in host else host
+        base = f"http://{shown}:{port}"
+        if token is None:
+            say(f"duetime dashboard (read-only) on {base}/")
+        else:
+            mode = " (read-only)" if read_only else ""
+            say(f"duetime dashboard{mode} on {base}/ ; log in at {base}/login?token={token}")
+        dashboard = create_app(app, access=access, close_app=True)
+        config = uvicorn.Config(dashboard, log_level="warning", lifespan="on")
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

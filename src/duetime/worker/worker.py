@@ -15,7 +15,7 @@ import secrets
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from duetime.clock import RESAMPLE_SECONDS, Clock, StoreClock
 from duetime.errors import UnknownTaskType, ValidationError
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from duetime.tasktype import TaskType
 
 log = logging.getLogger(__name__)
+
+L = TypeVar("L", bound=Listener)
 
 #: How long running handlers may finish after a stop before they are cut short and
 #: their tasks handed back.
@@ -130,6 +132,19 @@ class Worker:
         self.metrics = metrics
         self._listeners += (metrics, metrics.listener)
 
+    def add_listener(self, listener: L) -> L:
+        """Tell ``listener`` of this worker's events and life too (before it runs); returns
+        it."""
+        if not isinstance(listener, Listener):
+            raise TypeError(f"{listener!r} is not a duetime.Listener")
+        self._listeners.append(listener)
+        return listener
+
+    def find_listener(self, kind: type[L]) -> L | None:
+        """The first of this worker's own listeners that is a ``kind`` (a
+        :class:`~duetime.health.WorkerHealth`, say), or None."""
+        return next((x for x in self._listeners if isinstance(x, kind)), None)
+
     # -- control ------------------------------------------------------------------------
 
     def stop(self, *, now: bool = False) -> None:
@@ -159,6 +174,12 @@ class Worker:
     # The names of the Redis sorted-set scheduler whose API duetime keeps in spirit.
     stop_scheduled_tasks = pause
     start_scheduled_tasks = resume
+
+    @property
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called: the worker claims no more and its handlers
+        finish."""
+        return any(r.stopping for r in self._runners.values())
 
     @property
     def running(self) -> dict[str, int]:

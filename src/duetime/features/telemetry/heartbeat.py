@@ -20,6 +20,9 @@ from duetime.stores.capabilities import TELEMETRY, use
 
 log = logging.getLogger(__name__)
 
+#: How far back a stopped worker's record lapses (see Heartbeat.finish).
+STOPPED_MARGIN_MS = 1000
+
 
 class Heartbeat(Listener):
     """Keeps this worker's heartbeat record in the store while it runs."""
@@ -59,7 +62,14 @@ class Heartbeat(Listener):
         return [self._beat_loop(store, clock)]
 
     async def finish(self, store: Store, clock: Clock) -> None:
-        await use(store, TELEMETRY).telemetry.leave(self.id)
+        # The record lapses now rather than going: no longer live, it still tells that a
+        # worker ran here a moment ago (``duetime schedule`` warns when none did in the
+        # last minute), until the next beat of any worker forgets it. A second back, so
+        # that a watcher whose clock runs a few ms behind this one's does not list it.
+        now = clock.now_ms()
+        await use(store, TELEMETRY).telemetry.beat(
+            self.id, self.record(now), now - STOPPED_MARGIN_MS, now
+        )
 
     async def _beat_loop(self, store: Store, clock: Clock) -> None:
         while True:

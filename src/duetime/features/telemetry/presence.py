@@ -61,6 +61,14 @@ async def read_workers(store: Store, now_ms: int) -> list[WorkerInfo]:
     return found
 
 
+async def seen_since(store: Store, since_ms: int) -> bool:
+    """Whether a worker of the store's namespace was live at some moment since
+    ``since_ms``: its record lapses LAPSE_SECONDS after its last beat, or when it stops
+    (:class:`~duetime.features.telemetry.heartbeat.Heartbeat`), and stays readable as
+    lapsed until the next beat of any worker forgets it. One read."""
+    return bool(await use(store, TELEMETRY).telemetry.workers(since_ms))
+
+
 def _info(doc: dict[str, Any]) -> WorkerInfo:
     last = doc.get("last_claim_ms")
     return WorkerInfo(

@@ -1,0 +1,15 @@
+#!/usr/bin/env python
+"""The example project's manage.py, as ``django-admin startproject`` writes it:
+``python manage.py duetime worker``, ``python manage.py duetime ls``, ``python manage.py
+runserver``, ``python manage.py test mysite``."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __name__ == "__main__":
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings")
+    from django.core.management import execute_from_command_line
+
+    execute_from_command_line(sys.argv)

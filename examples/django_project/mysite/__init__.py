@@ -1,0 +1,3 @@
+"""A minimal Django project that schedules with duetime."""
+
+from __future__ import annotations

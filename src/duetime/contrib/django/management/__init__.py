@@ -1,0 +1,3 @@
+"""Django management commands of duetime."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""``manage.py duetime``."""
+
+from __future__ import annotations
