@@ -13,13 +13,13 @@ after its last outcome is written.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, Protocol, get_args
 
 if TYPE_CHECKING:
     from duetime.clock import Clock
-    from duetime.stores.base import Store
+    from duetime.stores.base import Claim, Outcome, Store
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,26 @@ class WorkerEvent:
     exception: BaseException | None = None
 
 
+class Finished(Protocol):
+    """A run whose outcome the store kept, as :meth:`Listener.finished` is told of it.
+
+    Attributes:
+        claim: the claim it ran under (the task's id, due time, token, record).
+        outcome: what followed it (its ``op``: done, next, retry or dead; ``error``).
+        fired_ms: when its handler started, by the store's clock; 0.0 when no handler ran
+            (a cron tick handed off, or missed).
+    """
+
+    @property
+    def claim(self) -> Claim: ...
+
+    @property
+    def outcome(self) -> Outcome | None: ...
+
+    @property
+    def fired_ms(self) -> float: ...
+
+
 class Listener:
     """Receives a worker's events; subclass it and override the methods you need."""
 
@@ -101,6 +121,11 @@ class Listener:
     def settled(self, event: WorkerEvent) -> None:
         """The store holds the outcome of a run (done, next, retry or dead letter): the
         task no longer runs here. Called after the event of the outcome itself."""
+
+    def finished(self, task_type: str, runs: Sequence[Finished]) -> None:
+        """Runs of ``task_type`` whose outcomes the store kept, once per settle batch: the
+        cheap way to count every task (no event is built per task for it, and the worker
+        notes when each handler started only when a listener has this method)."""
 
     def dispatched(self, event: WorkerEvent) -> None:
         """A poller's call dispatched ``instruction`` (``task_type``: the type of the
@@ -150,10 +175,25 @@ class Events:
             )
             for kind in EVENT_KINDS
         }
+        self._finished = tuple(
+            listener.finished
+            for listener in self.listeners
+            if type(listener).finished is not Listener.finished
+        )
 
-    def wants(self, kind: EventKind) -> bool:
+    def wants(self, kind: EventKind | Literal["finished"]) -> bool:
         """Whether any listener handles ``kind`` (so that no event is built for nobody)."""
+        if kind == "finished":
+            return bool(self._finished)
         return bool(self._methods[kind])
+
+    def finished(self, task_type: str, runs: Sequence[Finished]) -> None:
+        """Tell the listeners of finished runs of ``task_type``."""
+        for method in self._finished:
+            try:
+                method(task_type, runs)
+            except Exception:
+                log.exception("listener %r failed on finished runs", method)
 
     def emit(self, event: WorkerEvent) -> None:
         for method in self._methods[event.kind]:

@@ -85,6 +85,19 @@ class Outcome(NamedTuple):
     spawn: NewTask | None = None
 
 
+_new = tuple.__new__
+
+
+def done(claim: Claim) -> Outcome:
+    """``Outcome("done", claim)``, built the cheapest way: it ends almost every run."""
+    return _new(Outcome, ("done", claim, None, "", "", "", "", None))
+
+
+def new_claim(task_id: str, token: int, stalls: int, due_ms: int, record: str) -> Claim:
+    """``Claim(...)``, built the cheapest way: a store makes one for every task it leases."""
+    return _new(Claim, (task_id, token, stalls, due_ms, record))
+
+
 @dataclass(frozen=True, slots=True)
 class StoredTask:
     """One task as the store holds it.

@@ -20,12 +20,13 @@ from duetime.context import Context
 from duetime.errors import SchemaError, ValidationError
 from duetime.events import EventKind, Events, WorkerEvent
 from duetime.record import Record, check_claimed
-from duetime.stores.base import Claim, Outcome
+from duetime.stores.base import Claim, Outcome, done
 from duetime.tasktype import TaskType
 from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
 from duetime.worker.handler import call_handler
+from duetime.worker.run import Run
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -33,7 +34,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Runs one claim and returns its outcome.
-Run = Callable[[TaskType, float | None, Claim], Awaitable[Outcome]]
+RunClaim = Callable[[TaskType, float | None, Run], Awaitable[Outcome]]
+
+_new_tuple = tuple.__new__
 
 
 def _shown(text: str) -> str:
@@ -67,17 +70,18 @@ class Executor:
         self.pool = pool
         self.events = events
         self.app = app
-        # Handlers are timed only for a listener that wants it.
+        # Handlers are timed only for a listener that wants it, and their start noted (one
+        # clock read) only for a listener of finished runs (the minute counter).
         self.timed = any(events.wants(k) for k in ("started", "succeeded", "failed"))
+        self.marks = events.wants("finished")
         #: Run one claim and return its outcome (see :meth:`_run`); with DEBUG logging (as
         #: the worker starts), a line for each run too. Chosen once: no cost per task.
-        self.run: Run = self._run_logged if log.isEnabledFor(logging.DEBUG) else self._run
+        self.run: RunClaim = self._run_logged if log.isEnabledFor(logging.DEBUG) else self._run
 
-    async def _run_logged(
-        self, task_type: TaskType, time_limit: float | None, claim: Claim
-    ) -> Outcome:
+    async def _run_logged(self, task_type: TaskType, time_limit: float | None, run: Run) -> Outcome:
         began = time.monotonic()
-        result = await self._run(task_type, time_limit, claim)
+        claim = run.claim
+        result = await self._run(task_type, time_limit, run)
         log.debug(
             "%s/%s attempt %d: %s in %.1f ms",
             task_type.name,
@@ -88,7 +92,7 @@ class Executor:
         )
         return result
 
-    async def _run(self, task_type: TaskType, time_limit: float | None, claim: Claim) -> Outcome:
+    async def _run(self, task_type: TaskType, time_limit: float | None, run: Run) -> Outcome:
         """Run one claim and return its outcome; never raises but CancelledError (cut short).
 
         What the store holds for the task is judged here, per task: data that cannot be
@@ -96,6 +100,7 @@ class Executor:
         duetime's own code while it runs the task, logged with its traceback, which the
         dead letter keeps.
         """
+        claim = run.claim
         try:
             check_claimed(claim)
         except SchemaError as exc:
@@ -104,9 +109,24 @@ class Executor:
             record = Record.decode(claim.record)
         except SchemaError as exc:
             return self._corrupt(task_type.name, claim, "corrupt record", exc)
-        job = _Job(self, task_type, time_limit, claim, record)
         trigger = record.trigger
         try:
+            if trigger is None and not self.timed:
+                # A task without a trigger, when no listener wants its per-task events: the
+                # common case and the hot path. What run_once does with a Job, inline (no
+                # coroutine of its own), without a Job unless the handler fails.
+                occurrence = claim.due_ms if record.occurrence_ms is None else record.occurrence_ms
+                ctx = _context(self, task_type, claim, record, occurrence)
+                if self.marks:
+                    run.fired_ms = self.clock.now()
+                try:
+                    await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
+                except Exception as exc:
+                    job = _Job(self, task_type, time_limit, run, record)
+                    job.context = ctx
+                    return await job.failed(exc, occurrence, None, None)
+                return done(claim)
+            job = _Job(self, task_type, time_limit, run, record)
             if trigger is None:
                 return await run_once(job)
             return await trigger.run(job)
@@ -137,11 +157,31 @@ class Executor:
         return Outcome("dead", claim, None, claim.record if record is None else record, reason)
 
 
+def _context(
+    executor: Executor, task_type: TaskType, claim: Claim, record: Record, occurrence_ms: int
+) -> Context:
+    """What a handler is told about its run (made with tuple.__new__: a named tuple's own
+    constructor costs twice as much, on every task's path)."""
+    return _new_tuple(
+        Context,
+        (
+            task_type.name,
+            claim.id,
+            from_ms(occurrence_ms),
+            outcome.attempt(claim, record),
+            outcome.occurrence_id(claim.id, occurrence_ms),
+            claim.token,
+            executor.app,
+        ),
+    )
+
+
 class _Job:
     """One claim being run: the :class:`~duetime.triggers.base.Job` a trigger works with."""
 
     __slots__ = (
         "_executor",
+        "_run",
         "_time_limit",
         "claim",
         "context",
@@ -156,13 +196,14 @@ class _Job:
         executor: Executor,
         task_type: TaskType,
         time_limit: float | None,
-        claim: Claim,
+        run: Run,
         record: Record,
     ) -> None:
         self._executor = executor
+        self._run = run
         self._time_limit = time_limit
         self.task_type = task_type
-        self.claim = claim
+        self.claim = claim = run.claim
         self.record = record
         occurrence = record.occurrence_ms
         self.occurrence_ms = claim.due_ms if occurrence is None else occurrence
@@ -208,15 +249,9 @@ class _Job:
 
     async def call(self, occurrence_ms: int) -> Exception | None:
         executor, claim = self._executor, self.claim
-        ctx = self.context = Context(
-            self.task_name,
-            claim.id,
-            from_ms(occurrence_ms),
-            outcome.attempt(claim, self.record),
-            outcome.occurrence_id(claim.id, occurrence_ms),
-            claim.token,
-            executor.app,
-        )
+        ctx = self.context = _context(executor, self.task_type, claim, self.record, occurrence_ms)
+        if executor.marks:
+            self._run.fired_ms = executor.clock.now()
         timed = executor.timed
         if timed:
             self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)

@@ -14,8 +14,9 @@ from typing import Any
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
 from duetime.outage import OutageLog
-from duetime.stores.base import Outcome, Store
+from duetime.stores.base import Store
 from duetime.worker.failures import store_backoff
+from duetime.worker.run import Run
 
 log = logging.getLogger(__name__)
 
@@ -23,9 +24,9 @@ log = logging.getLogger(__name__)
 #: the tasks run again elsewhere: nothing is lost).
 FINAL_SETTLE_TRIES = 5
 
-#: One outcome waiting: its task type, the claims its runner holds (the settled one leaves
-#: them), and the outcome.
-_Item = tuple[str, MutableMapping[int, Any], Outcome]
+#: One outcome waiting: its task type, the runs its runner holds (the settled one leaves
+#: them), and the run, whose outcome is known.
+_Item = tuple[str, MutableMapping[int, Any], Run]
 
 
 class Outbox:
@@ -39,10 +40,10 @@ class Outbox:
         self._lock = asyncio.Lock()
         self._outage = OutageLog("settles", log)
 
-    def put(self, task_type: str, held: MutableMapping[int, Any], outcome: Outcome) -> None:
-        """Queue an outcome; ``held`` maps the tokens its runner holds, and loses this one
-        once it is settled."""
-        self._items.append((task_type, held, outcome))
+    def put(self, task_type: str, held: MutableMapping[int, Any], run: Run) -> None:
+        """Queue a run's outcome (``run.outcome``); ``held`` maps the tokens its runner
+        holds, and loses this one once it is settled."""
+        self._items.append((task_type, held, run))
         self._ready.set()
 
     async def flush_loop(self, store: Store) -> None:
@@ -74,7 +75,8 @@ class Outbox:
         groups = list(by_type.items())
         for n, (name, group) in enumerate(groups):
             try:
-                kept = await store.settle(name, [o for _, _, o in group], self.clock.now_ms())
+                outcomes = [run.outcome for _, _, run in group if run.outcome is not None]
+                kept = await store.settle(name, outcomes, self.clock.now_ms())
             except Exception as exc:
                 self._outage.failed(
                     exc, "settling %d %s outcomes failed (%s); trying again", len(group), name, exc
@@ -82,17 +84,16 @@ class Outbox:
                 self._items[:0] = [item for _, later in groups[n:] for item in later]
                 self._ready.set()
                 return False
-            _settled(name, group, kept)
-            if self.events.wants("settled"):
-                self._tell(name, group, kept)
+            runs = _settled(name, group, kept)
+            events = self.events
+            if events.wants("finished"):
+                events.finished(name, runs)
+            if events.wants("settled"):
+                for run in runs:
+                    claim = run.claim
+                    events.emit(WorkerEvent("settled", name, claim.id, claim.due_ms))
         self._outage.ok()
         return True
-
-    def _tell(self, name: str, group: list[_Item], kept: list[bool]) -> None:
-        for (_, _, outcome), ok in zip(group, kept, strict=True):
-            if ok and outcome.op != "release":
-                claim = outcome.claim
-                self.events.emit(WorkerEvent("settled", name, claim.id, claim.due_ms))
 
     async def final_flush(self, store: Store) -> None:
         """At shutdown: settle what is left, trying a few times."""
@@ -106,14 +107,23 @@ class Outbox:
         )
 
 
-def _settled(name: str, group: list[_Item], kept: list[bool]) -> None:
-    for (_, held, outcome), ok in zip(group, kept, strict=True):
+def _settled(name: str, group: list[_Item], kept: list[bool]) -> list[Run]:
+    """The runs settled: each leaves its runner's held ones; those kept, but releases (a run
+    handed back did not finish), are returned."""
+    done: list[Run] = []
+    for (_, held, run), ok in zip(group, kept, strict=True):
+        outcome = run.outcome
+        assert outcome is not None
         claim = outcome.claim
         held.pop(claim.token, None)
-        if not ok and outcome.op != "release":
+        if ok:
+            if outcome.op != "release":
+                done.append(run)
+        elif outcome.op != "release":
             log.warning(
                 "%s/%s: lease lost before its outcome (%s) was kept; another run supersedes it",
                 name,
                 claim.id,
                 outcome.op,
             )
+    return done

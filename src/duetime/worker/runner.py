@@ -21,18 +21,9 @@ from duetime.validate import duration_ms
 from duetime.worker.executor import Executor
 from duetime.worker.failures import store_backoff
 from duetime.worker.outbox import Outbox
+from duetime.worker.run import Run
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False, slots=True)
-class Run:
-    """A claim held by this worker, from its claim until its outcome is settled."""
-
-    claim: Claim
-    early: bool = False  # claimed before it was due (the look-ahead): wait for its time
-    task: asyncio.Task[None] | None = None
-    finished: bool = False
 
 
 @dataclass(eq=False)
@@ -180,7 +171,7 @@ class TypeRunner:
                 # loop timer may fire a fraction of a millisecond early.
                 while (ahead := due - clock.now()) > 0:  # noqa: ASYNC110 - a timer, not a poll
                     await asyncio.sleep(ahead / 1000)
-            outcome = await self.executor.run(self.task_type, self.timeout, run.claim)
+            outcome = await self.executor.run(self.task_type, self.timeout, run)
         except asyncio.CancelledError:
             # Cut short by the end of the grace period: hand the task back.
             claim = run.claim
@@ -196,7 +187,8 @@ class TypeRunner:
         if started:
             self.running -= 1
         run.finished = True
-        self.outbox.put(self.name, self.active, outcome)
+        run.outcome = outcome
+        self.outbox.put(self.name, self.active, run)
         if self.waiting_for_slot:
             self.waiting_for_slot = False
             self.signal.set()

@@ -22,6 +22,7 @@ from duetime.stores.base import (
     State,
     StoredTask,
     WakeCallback,
+    new_claim,
 )
 from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import listing, scripts, wake
@@ -257,7 +258,9 @@ class RedisStore(RedisCapabilities):
             self._more_claimed.set()
         text, ms = wire.text, wire.ms
         claims = [
-            Claim(text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4]))
+            new_claim(
+                text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4])
+            )
             for i in range(2, len(reply), 5)
         ]
         return ClaimBatch(claims, wire.readable(reply[0]), reply[1])
@@ -270,11 +273,12 @@ class RedisStore(RedisCapabilities):
             # Plain completions go first, in one argument; the script answers in the order
             # it was given, and the answers are put back in the order of the outcomes.
             done = [o for o in chunk if o.op == "done" and not o.dead_id and o.spawn is None]
-            lines = [f"{o.claim.token}|{o.claim.id}" for o in done]
+            lines = "\n".join([f"{o.claim.token}|{o.claim.id}" for o in done])
             args: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
-            if lines and not any("\n" in line for line in lines):
+            # One newline per line but the last, or an id holds one: sent one by one then.
+            if done and lines.count("\n") == len(done) - 1:
                 rest = [o for o in chunk if o.op != "done" or o.dead_id or o.spawn is not None]
-                args += ("done*", "\n".join(lines))
+                args += ("done*", lines)
             else:
                 done, rest = [], list(chunk)
             for o in rest:
@@ -283,6 +287,9 @@ class RedisStore(RedisCapabilities):
             # not take the outcomes that send kept for lost leases.
             keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
             reply = await self._run("settle", keys, args)
+            if not rest:  # all plain completions: the answers are in the outcomes' order
+                kept += [answer == 1 for answer in reply]
+                continue
             answers = dict(zip(map(id, done + rest), reply, strict=True))
             kept += (answers[id(o)] == 1 for o in chunk)
         return kept
