@@ -32,10 +32,11 @@ from duetime.errors import (
 )
 from duetime.features.cron.manage import CronInfo
 from duetime.features.expiring.group import ExpiringGroup
+from duetime.features.history.runs import RunInfo
 from duetime.features.pollers.events import ErrorEvent, PollerEvents, TaskEvent
 from duetime.features.pollers.poller import PollContext, Poller
 from duetime.features.telemetry import MinuteCounts, TypeHistory, WorkerInfo
-from duetime.model import Backoff, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
+from duetime.model import Backoff, History, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.sync import SyncClient
 from duetime.tasktype import TaskType
 from duetime.triggers.periodic import deep_merge
@@ -58,6 +59,7 @@ __all__ = [
     "DuetimeError",
     "DuplicateTaskNameError",
     "ErrorEvent",
+    "History",
     "ExpiringGroup",
     "InvalidTaskConfigurationError",
     "InvalidTaskConfigurationNameError",
@@ -73,6 +75,7 @@ __all__ = [
     "PollerEvents",
     "Reschedule",
     "Retry",
+    "RunInfo",
     "ScheduleNotFound",
     "SchemaError",
     "ScriptError",

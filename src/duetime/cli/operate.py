@@ -36,7 +36,7 @@ def stats(minutes: int, **options: Any) -> None:
     target = Target.from_options(options)
 
     async def collect() -> list[tuple[str, dict[State, int], TypeHistory | None]]:
-        history = await target.app.history(minutes)
+        history = await target.app.recent(minutes)
         stored = await target.all_types()
         recent = split_names(set(history) - _internal(history))
         warn_invalid(sorted({*stored.invalid, *recent.invalid}))

@@ -81,7 +81,7 @@ class TypeNames:
             return False
         if await self.view.holds(name):
             return True
-        return name in await self(await self.app.workers(), await self.app.history(60))
+        return name in await self(await self.app.workers(), await self.app.recent(60))
 
     async def client(self, name: str) -> App:
         """The app to call about ``name``: the App, or the view's for a type it does not
@@ -144,7 +144,7 @@ async def counts(type_names: TypeNames, names: list[str]) -> list[dict[State, in
 
 
 async def overview(app: App, type_names: TypeNames) -> Overview:
-    workers, history = await asyncio.gather(app.workers(), app.history(60))
+    workers, history = await asyncio.gather(app.workers(), app.recent(60))
     names = await type_names(workers, history)
     by_type = await counts(type_names, names)
     rows = [
@@ -245,7 +245,7 @@ class PollerRow:
 
 async def pollers(app: App, type_names: TypeNames) -> list[PollerRow]:
     """The App's pollers (registered in code: a dashboard started with ``--url`` has none)."""
-    history = await app.history(60)
+    history = await app.recent(60)
     rows = []
     for name, poller in sorted(app.pollers.by_name.items()):
         tick = await app.get(tick_type(name), name)
@@ -283,7 +283,7 @@ class GroupRow:
 
 
 async def expiring_groups(app: App) -> list[GroupRow]:
-    history = await app.history(60)
+    history = await app.recent(60)
     rows = []
     for name, group in sorted(app.expiring_groups.items()):
         h = history.get(name)

@@ -54,6 +54,8 @@ class Executor:
         events: the worker's listeners.
         app: handed to handlers in their :class:`~duetime.model.Context`, and used for
             nothing else.
+        noting: note what the run history keeps of each run (its start, occurrence,
+            attempt and traceback) on its :class:`~duetime.worker.run.Run`.
     """
 
     def __init__(
@@ -64,6 +66,7 @@ class Executor:
         pool: ThreadPool | None,
         events: Events,
         app: Client,
+        noting: bool = False,
     ) -> None:
         self.clock = clock
         self.max_payload_bytes = max_payload_bytes
@@ -71,9 +74,10 @@ class Executor:
         self.events = events
         self.app = app
         # Handlers are timed only for a listener that wants it, and their start noted (one
-        # clock read) only for a listener of finished runs (the minute counter).
+        # clock read, with the occurrence and attempt) only for a listener of finished runs
+        # (the minute counter) or a run history (``noting``).
         self.timed = any(events.wants(k) for k in ("started", "succeeded", "failed"))
-        self.marks = events.wants("finished")
+        self.marks = noting or events.wants("finished")
         #: Run one claim and return its outcome (see :meth:`_run`); with DEBUG logging (as
         #: the worker starts), a line for each run too. Chosen once: no cost per task.
         self.run: RunClaim = self._run_logged if log.isEnabledFor(logging.DEBUG) else self._run
@@ -119,6 +123,7 @@ class Executor:
                 ctx = _context(self, task_type, claim, record, occurrence)
                 if self.marks:
                     run.fired_ms = self.clock.now()
+                    run.occurrence_ms, run.attempt = occurrence, ctx.attempt
                 try:
                     await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
                 except Exception as exc:
@@ -138,7 +143,8 @@ class Executor:
                 task_type.name,
                 _shown(claim.id),
             )
-            filed = replace(record, traceback=outcome.trace(exc, internal=True)).encode()
+            run.trace = outcome.trace(exc, internal=True)
+            filed = replace(record, traceback=run.trace).encode()
             reason = f"internal error: {outcome.describe(exc)}"
             return self._dead(task_type.name, claim, reason, filed)
 
@@ -251,7 +257,9 @@ class _Job:
         executor, claim = self._executor, self.claim
         ctx = self.context = _context(executor, self.task_type, claim, self.record, occurrence_ms)
         if executor.marks:
-            self._run.fired_ms = executor.clock.now()
+            run = self._run
+            run.fired_ms = executor.clock.now()
+            run.occurrence_ms, run.attempt = occurrence_ms, ctx.attempt
         timed = executor.timed
         if timed:
             self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
@@ -284,7 +292,7 @@ class _Job:
         claim, record, policy = self.claim, self.record, self.task_type.policy
         failures = record.failures + 1
         text = outcome.describe(error)
-        trace = outcome.trace(error)
+        trace = self._run.trace = outcome.trace(error)
         attempt = outcome.attempt(claim, record)
         if outcome.retries_left(error, policy, failures):
             now = self.now_ms()

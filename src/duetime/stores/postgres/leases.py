@@ -4,11 +4,14 @@ batch each."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from duetime.stores.base import Claim, ClaimBatch, Outcome
+from duetime.stores import wire
+from duetime.stores.base import Claim, ClaimBatch, Outcome, RunLog, RunNote, StoredRun
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.ops import Queues, write
 from duetime.stores.postgres.queries import Q
+from duetime.stores.runs import crashed
 
 #: Most expired leases reaped by one claim, so that one claim stays short; the rest are
 #: reaped by the next ones.
@@ -25,10 +28,13 @@ async def claim(
     max_stalls: int,
     at_most_once: bool,
     lookahead_ms: int,
+    record: RunLog | None = None,
 ) -> ClaimBatch:
     """Reap expired leases at ``now_ms``, then lease up to ``limit`` tasks due by ``now_ms +
     lookahead_ms``, earliest first (the lease counts from now), in one transaction whose
-    statements go to the server together (a pipeline: one round trip)."""
+    statements go to the server together (a pipeline: one round trip). With ``record``,
+    the runs of the leases reaped are then recorded in the type's history (a statement of
+    their own, after the claim: a claimer that dies in between leaves them out)."""
     qid = await queues.find(conn, task_type)
     if qid is None:
         return ClaimBatch([], None, 0)
@@ -50,10 +56,21 @@ async def claim(
         reaping = await conn.execute(Q.reap, reap_params)
         leasing = await conn.execute(Q.claim, claim_params) if limit > 0 else None
         looking = await conn.execute(Q.next_ms, {"qid": qid})
+        if record is not None:  # the runs that aged out go, as a worker looks for work
+            cutoff = now_ms - record.max_age_ms
+            await conn.execute(Q.trim_runs_age, {"qid": qid, "cutoff": cutoff})
     reaped = await reaping.fetchall()
-    vacant = [task_id for task_id, is_vacant in reaped if is_vacant]
+    vacant = [row[0] for row in reaped if row[1]]
     if vacant:  # leases of cancelled tasks: nothing is left of them
         await conn.execute(Q.vacate, {"qid": qid, "ids": vacant})
+    if record is not None and reaped:
+        runs = [
+            (row[0], run)
+            for row in reaped
+            if (run := crashed(row[2], row[3], row[4], row[5], now_ms)) is not None
+        ]
+        if runs:
+            await conn.execute(Q.add_runs, _runs(qid, runs, record._replace(worker=""), now_ms))
     claims = []
     if leasing is not None:
         rows = sorted(await leasing.fetchall(), key=lambda r: (r[3], r[0]))
@@ -65,7 +82,12 @@ async def claim(
 
 
 async def settle(
-    conn: Conn, queues: Queues, task_type: str, outcomes: Sequence[Outcome], now_ms: int
+    conn: Conn,
+    queues: Queues,
+    task_type: str,
+    outcomes: Sequence[Outcome],
+    now_ms: int,
+    record: RunLog | None = None,
 ) -> list[bool]:
     """Apply outcomes whose claim still holds the lease; per outcome, whether it was kept.
 
@@ -73,7 +95,9 @@ async def settle(
     common case is then one statement. The rest, and done outcomes of tasks rescheduled
     while they ran, go in one UPDATE (settle.sql), followed, in the same transaction, by
     the dead letters (``dead_id``) and new tasks (``spawn``) of the outcomes kept and the
-    deletion of the rows left empty.
+    deletion of the rows left empty. With ``record``, the runs of the outcomes kept that
+    carry a note are recorded in the same statement (settle_drop_logged.sql) or
+    transaction (add_runs.sql).
     """
     qid = await queues.find(conn, task_type)
     if qid is None:
@@ -81,13 +105,81 @@ async def settle(
     kept: set[tuple[str, int]] = set()
     plain = [o for o in outcomes if o.op == "done" and not o.dead_id and o.spawn is None]
     if plain:
-        cur = await conn.execute(Q.settle_drop, {"qid": qid, **_claims(plain)})
+        if record is None:
+            cur = await conn.execute(Q.settle_drop, {"qid": qid, **_claims(plain)})
+        else:
+            runs = [(o.claim.id, o.note) for o in plain]
+            params = {**_runs(qid, runs, record, now_ms), **_claims(plain)}
+            cur = await conn.execute(Q.settle_drop_logged, params)
         kept.update((row[0], row[1]) for row in await cur.fetchall())
     rest = [o for o in outcomes if (o.claim.id, o.claim.token) not in kept]
     if rest:
         async with conn.transaction():
-            kept |= await _settle_rest(conn, queues, qid, task_type, rest, now_ms)
+            ended = await _settle_rest(conn, queues, qid, task_type, rest, now_ms)
+            kept |= ended
+            noted = [
+                (o.claim.id, o.note)
+                for o in rest
+                if o.note is not None and (o.claim.id, o.claim.token) in ended
+            ]
+            if record is not None and noted:
+                await conn.execute(Q.add_runs, _runs(qid, noted, record, now_ms))
     return [(o.claim.id, o.claim.token) in kept for o in outcomes]
+
+
+def _runs(
+    qid: int, runs: Sequence[tuple[str, RunNote | None]], record: RunLog, now_ms: int
+) -> dict[str, Any]:
+    """The parameters of add_runs.sql (and settle_drop_logged.sql) for ``runs`` (id, note):
+    a run without a note has no finish time (and is not recorded)."""
+    notes = [n for _, n in runs]
+    return {
+        "qid": qid,
+        "cutoff": now_ms - record.max_age_ms,
+        "keep": record.keep,
+        "worker": record.worker or None,
+        "ids": [task_id for task_id, _ in runs],
+        "occurrences": [None if n is None else n.occurrence_ms for n in notes],
+        "attempts": [None if n is None else n.attempt for n in notes],
+        "starts": [None if n is None else n.started_ms or None for n in notes],
+        "finishes": [None if n is None else n.finished_ms for n in notes],
+        "outcomes": [None if n is None else n.outcome for n in notes],
+        "errors": [None if n is None else n.error or None for n in notes],
+        "traces": [None if n is None else n.trace or None for n in notes],
+    }
+
+
+async def read_runs(
+    conn: Conn,
+    queues: Queues,
+    task_type: str,
+    task_id: str | None,
+    limit: int,
+    since_ms: int | None,
+) -> list[StoredRun]:
+    """The type's newest runs (see ``RunHistory.runs``)."""
+    qid = await queues.find(conn, task_type)
+    if qid is None:
+        return []
+    since = -(2**62) if since_ms is None else since_ms
+    params = {"qid": qid, "id": task_id, "since": since, "limit": limit}
+    cur = await conn.execute(Q.list_runs, params)
+    return [
+        StoredRun(
+            str(run_id),
+            int(occurrence),
+            int(attempt),
+            None if started is None else int(started),
+            int(finished),
+            str(outcome),
+            wire.maybe_text(error),
+            wire.maybe_text(trace),
+            wire.maybe_text(worker),
+        )
+        for run_id, occurrence, attempt, started, finished, outcome, error, trace, worker in (
+            await cur.fetchall()
+        )
+    ]
 
 
 async def _settle_rest(

@@ -12,7 +12,9 @@ from duetime.stores.base import (
     ClaimBatch,
     NewTask,
     Outcome,
+    RunLog,
     State,
+    StoredRun,
     StoredTask,
     WakeCallback,
     check_claim_arguments,
@@ -22,6 +24,7 @@ from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
 from duetime.stores.postgres.connection import Conn, Database, read_settings
 from duetime.stores.postgres.queries import Q
 from duetime.stores.postgres.telemetry import PostgresTelemetry
+from duetime.stores.runs import check_log
 from duetime.stores.telemetry import Telemetry
 
 __all__ = ["PostgresConfig", "PostgresStore", "parse_postgres_url"]
@@ -174,32 +177,51 @@ class PostgresStore:
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        record: RunLog | None = None,
     ) -> ClaimBatch:
-        """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
-        lookahead_ms``, in one transaction.
+        """Reap expired leases (with ``record``, recording their runs), then lease up to
+        ``limit`` tasks due by ``now_ms + lookahead_ms``, in one transaction.
 
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
         """
         check_claim_arguments(limit, lease_ms, lookahead_ms)
+        check_log(record)
         q = self._queues
         return await self._run(
             "claim",
             lambda c: leases.claim(
-                c, q, task_type, now_ms, limit, lease_ms, max_stalls, at_most_once, lookahead_ms
+                c,
+                q,
+                task_type,
+                now_ms,
+                limit,
+                lease_ms,
+                max_stalls,
+                at_most_once,
+                lookahead_ms,
+                record,
             ),
         )
 
-    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
-        """Apply the outcomes of runs; per outcome, whether it was kept."""
+    async def settle(
+        self,
+        task_type: str,
+        outcomes: Sequence[Outcome],
+        now_ms: int,
+        record: RunLog | None = None,
+    ) -> list[bool]:
+        """Apply the outcomes of runs, with ``record`` recording their runs in the type's
+        history; per outcome, whether it was kept."""
         if not outcomes:
             return []
+        check_log(record)
         for o in outcomes:
             if o.op in ("next", "retry", "release") and o.due_ms is None:
                 raise StoreRefused(f"bad arguments: {o.op} needs a due time")
         q = self._queues
         return await self._run(
-            "settle", lambda c: leases.settle(c, q, task_type, outcomes, int(now_ms))
+            "settle", lambda c: leases.settle(c, q, task_type, outcomes, int(now_ms), record)
         )
 
     async def extend(
@@ -254,6 +276,22 @@ class PostgresStore:
             raise StoreRefused("bad arguments: limit must be over 0")
         q = self._queues
         return await self._run("active_ids", lambda c: ops.active_ids(c, q, task_type, limit))
+
+    async def runs(
+        self,
+        task_type: str,
+        *,
+        task_id: str | None = None,
+        limit: int,
+        since_ms: int | None = None,
+    ) -> list[StoredRun]:
+        """The type's newest runs, of ``task_id`` if given, finished since ``since_ms``."""
+        if limit < 1:
+            raise StoreRefused("bad arguments: limit must be over 0")
+        q = self._queues
+        return await self._run(
+            "runs", lambda c: leases.read_runs(c, q, task_type, task_id, limit, since_ms)
+        )
 
     async def count(self, task_type: str) -> dict[State, int]:
         """How many tasks are due, running and dead."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from duetime.stores import wire
-from duetime.stores.base import Outcome, StoredTask
+from duetime.stores.base import Outcome, RunLog, RunNote, StoredRun, StoredTask
 from duetime.stores.redis.keys import parse_lease
 from duetime.stores.wire import stored_task
 
@@ -14,8 +14,28 @@ from duetime.stores.wire import stored_task
 SCHEDULE_CHUNK = 1000
 
 
-def settle_args(o: Outcome) -> tuple[Any, ...]:
-    """The settle script's arguments for one outcome (see settle.lua)."""
+def log_args(record: RunLog) -> tuple[Any, ...]:
+    """The settle script's ``log`` op, or the claim script's last arguments (the worker, the
+    most runs kept, their most age)."""
+    return (record.worker, record.keep, record.max_age_ms)
+
+
+def ran_args(n: RunNote) -> tuple[Any, ...]:
+    """The settle script's ``ran`` op: the run of the outcome before it."""
+    started = n.started_ms or ""
+    return ("ran", started, n.finished_ms, n.attempt, n.occurrence_ms, n.outcome, n.error, n.trace)
+
+
+def ran_line(o: Outcome) -> str:
+    """One line of the settle script's ``ran*`` op: a plain completion and its run."""
+    c, n = o.claim, o.note
+    assert n is not None
+    return f"{c.token}|{n.started_ms or ''}|{n.finished_ms}|{n.attempt}|{n.occurrence_ms}|{c.id}"
+
+
+def settle_args(o: Outcome, recorded: bool = False) -> tuple[Any, ...]:
+    """The settle script's arguments for one outcome (see settle.lua), with its run when
+    ``recorded`` (the call has a ``log``) and the outcome carries one."""
     c = o.claim
     if o.op == "done":
         args: tuple[Any, ...] = ("done", c.id, c.token)
@@ -31,7 +51,26 @@ def settle_args(o: Outcome) -> tuple[Any, ...]:
         args += ("file", o.dead_id, o.dead_record, o.error)
     if o.spawn is not None:
         args += ("spawn", o.spawn.id, o.spawn.due_ms, o.spawn.record)
+    if recorded and o.note is not None:
+        args += ran_args(o.note)
     return args
+
+
+def stored_run(entry_id: bytes, fields: dict[bytes, bytes]) -> StoredRun:
+    """A run of the history stream, from its id and fields (see the preamble)."""
+    finished = wire.ms(entry_id.split(b"-", 1)[0])
+    took = fields.get(b"d") or b""
+    return StoredRun(
+        task_id=wire.text(fields.get(b"i", b"")),
+        occurrence_ms=wire.ms(fields.get(b"o", b"0")),
+        attempt=wire.count(fields.get(b"a")),
+        started_ms=finished - wire.ms(took) if took else None,
+        finished_ms=finished,
+        outcome=wire.text(fields.get(b"r", b"")),
+        error=wire.text(fields[b"e"]) if fields.get(b"e") else None,
+        trace=wire.text(fields[b"t"]) if fields.get(b"t") else None,
+        worker=wire.text(fields[b"w"]) if fields.get(b"w") else None,
+    )
 
 
 def inspected(task_id: str, reply: list[Any]) -> StoredTask | None:

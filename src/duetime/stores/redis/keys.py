@@ -18,6 +18,9 @@ Redis Cluster slot and one script may touch them all::
                                       of another type: a poller's call) that began
                                       writing to the type; writes under a lower are
                                       refused
+    duetime:{ns:type}:runs      STREAM  the type's run history, oldest first: an entry
+                                      per finished run, its id "<finished ms>-<n>"
+                                      (see settle.lua); trimmed by count and age
 
     duetime:{ns:type}:call:<id> STRING  for 15 s after a claim, its reply; for 60 s after a
                                       schedule of tasks due within a minute, a marker:
@@ -63,6 +66,7 @@ class TypeKeys:
     meta: str
     seq: str
     fence: str
+    runs: str
 
 
 def type_keys(namespace: str, task_type: str) -> TypeKeys:

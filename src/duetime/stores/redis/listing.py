@@ -7,7 +7,8 @@ from __future__ import annotations
 from redis.asyncio import Redis
 
 from duetime.stores import wire
-from duetime.stores.base import STATES, State, StoredTask
+from duetime.stores.base import STATES, State, StoredRun, StoredTask
+from duetime.stores.redis.codec import stored_run
 from duetime.stores.redis.keys import PREFIX, TypeKeys, parse_lease
 from duetime.stores.wire import stored_task
 
@@ -40,6 +41,39 @@ async def list_tasks(
         stalls, error = meta[2 * n], meta[2 * n + 1]
         out.append(stored_task(wire.text(task_id), state, score, due, records[n], stalls, error))
     return out
+
+
+#: Entries of the run history read per round trip while looking for one task's runs.
+RUNS_PAGE = 1000
+
+
+async def runs(
+    client: Redis, key: str, task_id: str | None, limit: int, since_ms: int | None
+) -> list[StoredRun]:
+    """The newest runs of a history stream (see ``RunHistory.runs``): a range read, in pages
+    of RUNS_PAGE when only one task's runs are wanted (the stream has no index by id)."""
+    low = "-" if since_ms is None else f"{max(since_ms, 0)}-0"
+    if task_id is None:
+        return [stored_run(i, f) for i, f in await _range(client, key, "+", low, limit)]
+    wanted = wire.to_bytes(task_id)
+    found: list[StoredRun] = []
+    high = "+"
+    while len(found) < limit:
+        page = await _range(client, key, high, low, RUNS_PAGE)
+        found += (stored_run(i, f) for i, f in page if f.get(b"i") == wanted)
+        if len(page) < RUNS_PAGE:
+            break
+        high = "(" + page[-1][0].decode()  # exclusive: the next page starts below the last
+    return found[:limit]
+
+
+async def _range(
+    client: Redis, key: str, high: str, low: str, count: int
+) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    entries: list[tuple[bytes, dict[bytes, bytes]]] = await client.xrevrange(  # type: ignore[assignment]
+        key, high, low, count=count
+    )
+    return entries
 
 
 async def count(client: Redis, k: TypeKeys) -> dict[State, int]:

@@ -12,14 +12,16 @@ from urllib.parse import urlsplit
 from redis.asyncio import Redis
 
 from duetime.clock import StoreClock
-from duetime.errors import StoreError
+from duetime.errors import StoreError, StoreRefused
 from duetime.stores import wire
 from duetime.stores.base import (
     Claim,
     ClaimBatch,
     NewTask,
     Outcome,
+    RunLog,
     State,
+    StoredRun,
     StoredTask,
     WakeCallback,
     new_claim,
@@ -27,7 +29,13 @@ from duetime.stores.base import (
 from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
-from duetime.stores.redis.codec import SCHEDULE_CHUNK, inspected, settle_args
+from duetime.stores.redis.codec import (
+    SCHEDULE_CHUNK,
+    inspected,
+    log_args,
+    ran_line,
+    settle_args,
+)
 from duetime.stores.redis.connection import (
     DRIVER_ERRORS,
     RedisConfig,
@@ -247,11 +255,15 @@ class RedisStore(RedisCapabilities):
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        record: RunLog | None = None,
     ) -> ClaimBatch:
         k = self.keys(task_type)
         keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, call_id())]
         mode = "1" if at_most_once else "0"
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
+        if record is not None:
+            keys.append(k.runs)
+            args += log_args(record)
         reply = await self._run("claim_due", keys, args)
         if self._cluster and task_type not in self._claimed:  # a type to be woken for
             self._claimed.add(task_type)
@@ -265,32 +277,41 @@ class RedisStore(RedisCapabilities):
         ]
         return ClaimBatch(claims, wire.readable(reply[0]), reply[1])
 
-    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
+    async def settle(
+        self,
+        task_type: str,
+        outcomes: Sequence[Outcome],
+        now_ms: int,
+        record: RunLog | None = None,
+    ) -> list[bool]:
         k = self.keys(task_type)
         kept: list[bool] = []
+        head: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
+        if record is not None:
+            head += ("log", *log_args(record))
         for start in range(0, len(outcomes), SETTLE_CHUNK):
             chunk = outcomes[start : start + SETTLE_CHUNK]
-            # Plain completions go first, in one argument; the script answers in the order
-            # it was given, and the answers are put back in the order of the outcomes.
-            done = [o for o in chunk if o.op == "done" and not o.dead_id and o.spawn is None]
-            lines = "\n".join([f"{o.claim.token}|{o.claim.id}" for o in done])
-            args: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
-            # One newline per line but the last, or an id holds one: sent one by one then.
-            if done and lines.count("\n") == len(done) - 1:
-                rest = [o for o in chunk if o.op != "done" or o.dead_id or o.spawn is not None]
-                args += ("done*", lines)
-            else:
-                done, rest = [], list(chunk)
+            # Plain completions go first, in one argument (and those recorded as done, in
+            # another); the script answers in the order it was given, and the answers are
+            # put back in the order of the outcomes.
+            plain, ran, rest = _split(chunk, record is not None)
+            args = list(head)
+            if plain:
+                args += ("done*", "\n".join([f"{o.claim.token}|{o.claim.id}" for o in plain]))
+            if ran:
+                args += ("ran*", "\n".join([ran_line(o) for o in ran]))
             for o in rest:
-                args += settle_args(o)
+                args += settle_args(o, record is not None)
             # A call key of its own: a resend finds the reply of the first send, and does
             # not take the outcomes that send kept for lost leases.
             keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
+            if record is not None:
+                keys.append(k.runs)
             reply = await self._run("settle", keys, args)
-            if not rest:  # all plain completions: the answers are in the outcomes' order
-                kept += [answer == 1 for answer in reply]
+            if len(plain) == len(chunk) or len(ran) == len(chunk):
+                kept += [answer == 1 for answer in reply]  # in the outcomes' order
                 continue
-            answers = dict(zip(map(id, done + rest), reply, strict=True))
+            answers = dict(zip(map(id, plain + ran + rest), reply, strict=True))
             kept += (answers[id(o)] == 1 for o in chunk)
         return kept
 
@@ -333,6 +354,20 @@ class RedisStore(RedisCapabilities):
         k = self.keys(task_type)
         return [wire.text(i) for i in await self._run("active_ids", [k.due, k.running], [limit])]
 
+    async def runs(
+        self,
+        task_type: str,
+        *,
+        task_id: str | None = None,
+        limit: int,
+        since_ms: int | None = None,
+    ) -> list[StoredRun]:
+        if limit < 1:
+            raise StoreRefused("bad arguments: limit must be over 0")
+        async with errors("runs"):
+            key = self.keys(task_type).runs
+            return await listing.runs(self.client, key, task_id, limit, since_ms)
+
     async def count(self, task_type: str) -> dict[State, int]:
         async with errors("count"):
             return await listing.count(self.client, self.keys(task_type))
@@ -350,3 +385,24 @@ class RedisStore(RedisCapabilities):
                 client, self.config.namespace, self._claimed, self._more_claimed, on_wake
             )
         await wake.listen(self._pubsub_connect, self._channel, on_wake)
+
+
+def _split(chunk: Sequence[Outcome], recorded: bool) -> tuple[list[Outcome], ...]:
+    """The outcomes of a settle call as it sends them: plain completions without a run to
+    record (``done*``), plain completions recorded as done (``ran*``), the rest (one by one:
+    an id holding a newline is sent so too)."""
+    plain: list[Outcome] = []
+    ran: list[Outcome] = []
+    rest: list[Outcome] = []
+    for o in chunk:
+        if o.op != "done" or o.dead_id or o.spawn is not None or "\n" in o.claim.id:
+            rest.append(o)
+            continue
+        note = o.note
+        if note is None or not recorded:
+            plain.append(o)
+        elif note.outcome == "done" and not note.trace and not note.error:
+            ran.append(o)
+        else:
+            rest.append(o)
+    return plain, ran, rest

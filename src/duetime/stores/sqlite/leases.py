@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from duetime.stores import wire
-from duetime.stores.base import Claim, ClaimBatch, Outcome
+from duetime.stores.base import Claim, ClaimBatch, Outcome, RunLog, RunNote, StoredRun
+from duetime.stores.runs import crashed
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
 
@@ -30,22 +31,26 @@ def claim(
     max_stalls: int,
     at_most_once: bool,
     lookahead_ms: int,
+    record: RunLog | None = None,
 ) -> ClaimBatch:
-    """Reap expired leases at ``now_ms``, then lease up to ``limit`` tasks due by ``now_ms +
-    lookahead_ms``, earliest first (the lease counts from now)."""
+    """Reap expired leases at ``now_ms`` (with ``record``, recording their runs in the
+    type's history), then lease up to ``limit`` tasks due by ``now_ms + lookahead_ms``,
+    earliest first (the lease counts from now)."""
     qid = queues.find(conn, task_type)
     if qid is None:
         return ClaimBatch([], None, 0)
-    reaped = conn.execute(
-        Q.reap,
-        {
-            "qid": qid,
-            "now": now_ms,
-            "max_stalls": max_stalls,
-            "at_most_once": int(at_most_once),
-            "batch": REAP_BATCH,
-        },
-    ).fetchall()
+    reap = {
+        "qid": qid,
+        "now": now_ms,
+        "max_stalls": max_stalls,
+        "at_most_once": int(at_most_once),
+        "batch": REAP_BATCH,
+    }
+    if record is not None:
+        _record_crashed(conn, qid, conn.execute(Q.expired, reap).fetchall(), record, now_ms)
+        # The runs that aged out since the last write go too, as a worker looks for work.
+        conn.execute(Q.trim_runs_age, (qid, now_ms - record.max_age_ms))
+    reaped = conn.execute(Q.reap, reap).fetchall()
     vacant = [(rid,) for rid, is_vacant in reaped if is_vacant]
     if vacant:
         conn.executemany(Q.vacate, vacant)
@@ -95,6 +100,7 @@ def settle(
     task_type: str,
     outcomes: Sequence[Outcome],
     now_ms: int,
+    record: RunLog | None = None,
 ) -> tuple[list[bool], list[Wake]]:
     """Apply outcomes whose claim still holds the lease; (kept flags, wake-ups).
 
@@ -102,11 +108,22 @@ def settle(
     state before any write; a kept outcome ends its run's lease; then, in order, each
     files its dead letter (``dead_id``), schedules its ``spawn`` and applies its op unless
     the task was rescheduled (the new occurrence wins) or cancelled (it stays cancelled)
-    while it ran.
+    while it ran. With ``record``, the runs of the kept outcomes that carry a note go to
+    the type's history, which is then trimmed.
     """
     qid = queues.find(conn, task_type)
     if qid is None:
         return [False] * len(outcomes), []
+    kept, wakes = _settle(conn, qid, task_type, outcomes, now_ms)
+    if record is not None:
+        ran = [(o.claim.id, o.note) for o, ok in zip(outcomes, kept, strict=True) if ok]
+        _record(conn, qid, [(i, n) for i, n in ran if n is not None], record, now_ms)
+    return kept, wakes
+
+
+def _settle(
+    conn: sqlite3.Connection, qid: int, task_type: str, outcomes: Sequence[Outcome], now_ms: int
+) -> tuple[list[bool], list[Wake]]:
     kept: list[bool] = []
     judged: list[_Judged] = []
     for outcome in outcomes:
@@ -141,6 +158,86 @@ def settle(
     made_due = [due for j in slow for due in _follow_up(conn, qid, j, now_ms)]
     conn.executemany(Q.vacate, [(j.rid,) for j in slow])
     return kept, wake_if_earlier(conn, qid, task_type, min(made_due, default=None), head)
+
+
+def _record(
+    conn: sqlite3.Connection,
+    qid: int,
+    runs: Sequence[tuple[str, RunNote]],
+    record: RunLog,
+    now_ms: int,
+    worker: str | None = None,
+) -> None:
+    """Add ``runs`` (id, note) to the queue's history, by ``record.worker`` unless
+    ``worker`` is given (None: unknown, for crashed runs), then trim it."""
+    if not runs:
+        return
+    by = record.worker if worker is None else worker or None
+    conn.executemany(
+        Q.add_run,
+        [
+            (
+                qid,
+                wire.param(task_id),  # an id read from bytes that are not UTF-8: as they were
+                n.occurrence_ms,
+                n.attempt,
+                n.started_ms or None,
+                n.finished_ms,
+                n.outcome,
+                wire.param(n.error or None),
+                wire.param(n.trace or None),
+                by,
+            )
+            for task_id, n in runs
+        ],
+    )
+    conn.execute(Q.trim_runs_age, (qid, now_ms - record.max_age_ms))
+    conn.execute(Q.trim_runs_count, {"qid": qid, "keep": record.keep})
+
+
+def _record_crashed(
+    conn: sqlite3.Connection, qid: int, expired: list[tuple[object, ...]], record: RunLog, now: int
+) -> None:
+    """Record the runs of the leases the claim is about to reap (rows of expired.sql)."""
+    runs = []
+    for task_id, stored, stalls, claimed_due, verdict in expired:
+        text = stored if isinstance(stored, str) else None
+        run = crashed(str(verdict), text, wire.count(stalls), wire.ms(claimed_due), now)
+        if run is not None and isinstance(task_id, str):
+            runs.append((task_id, run))
+    _record(conn, qid, runs, record, now, worker="")
+
+
+def read_runs(
+    conn: sqlite3.Connection,
+    queues: Queues,
+    task_type: str,
+    task_id: str | None,
+    limit: int,
+    since_ms: int | None,
+) -> list[StoredRun]:
+    """The type's newest runs (see ``RunHistory.runs``)."""
+    qid = queues.find(conn, task_type)
+    if qid is None:
+        return []
+    since = -(2**62) if since_ms is None else since_ms
+    params = {"qid": qid, "id": task_id, "since": since, "limit": limit}
+    return [
+        StoredRun(
+            wire.text(run_id),
+            wire.ms(occurrence),
+            wire.count(attempt),
+            wire.readable(started),
+            wire.ms(finished),
+            wire.text(outcome),
+            wire.maybe_text(error),
+            wire.maybe_text(trace),
+            wire.maybe_text(worker),
+        )
+        for run_id, occurrence, attempt, started, finished, outcome, error, trace, worker in (
+            conn.execute(Q.list_runs, params).fetchall()
+        )
+    ]
 
 
 def _follow_up(conn: sqlite3.Connection, qid: int, j: _Judged, now_ms: int) -> list[int]:

@@ -60,6 +60,11 @@ class Queries:
     drop_counts: str
     read_counts: str
     task_types: str
+    expired: str
+    add_run: str
+    trim_runs_age: str
+    trim_runs_count: str
+    list_runs: str
 
 
 Q = load_statements("duetime.stores.sqlite", Queries, str.strip)

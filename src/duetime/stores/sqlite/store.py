@@ -15,11 +15,14 @@ from duetime.stores.base import (
     ClaimBatch,
     NewTask,
     Outcome,
+    RunLog,
     State,
+    StoredRun,
     StoredTask,
     WakeCallback,
     check_claim_arguments,
 )
+from duetime.stores.runs import check_log
 from duetime.stores.sqlite import leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database, map_error
@@ -234,14 +237,16 @@ class SqliteStore:
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        record: RunLog | None = None,
     ) -> ClaimBatch:
-        """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
-        lookahead_ms``, in one transaction.
+        """Reap expired leases (with ``record``, recording their runs), then lease up to
+        ``limit`` tasks due by ``now_ms + lookahead_ms``, in one transaction.
 
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
         """
         check_claim_arguments(limit, lease_ms, lookahead_ms)
+        check_log(record)
         return await self._write(
             "claim",
             leases.claim,
@@ -253,17 +258,26 @@ class SqliteStore:
             max_stalls,
             at_most_once,
             lookahead_ms,
+            record,
         )
 
-    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
-        """Apply the outcomes of runs in one transaction; per outcome, whether it was kept."""
+    async def settle(
+        self,
+        task_type: str,
+        outcomes: Sequence[Outcome],
+        now_ms: int,
+        record: RunLog | None = None,
+    ) -> list[bool]:
+        """Apply the outcomes of runs in one transaction, with ``record`` recording their
+        runs in the type's history; per outcome, whether it was kept."""
         if not outcomes:
             return []
+        check_log(record)
         for o in outcomes:
             if o.op in ("next", "retry", "release") and o.due_ms is None:
                 raise StoreRefused(f"bad arguments: {o.op} needs a due time")
         kept, wakes = await self._write(
-            "settle", leases.settle, self._queues, task_type, outcomes, int(now_ms)
+            "settle", leases.settle, self._queues, task_type, outcomes, int(now_ms), record
         )
         wake.notify(self._key, self.config.namespace, wakes)
         return kept
@@ -315,6 +329,20 @@ class SqliteStore:
         if limit < 1:
             raise StoreRefused("bad arguments: limit must be over 0")
         return await self._read("active_ids", ops.active_ids, self._queues, task_type, limit)
+
+    async def runs(
+        self,
+        task_type: str,
+        *,
+        task_id: str | None = None,
+        limit: int,
+        since_ms: int | None = None,
+    ) -> list[StoredRun]:
+        """The type's newest runs, of ``task_id`` if given, finished since ``since_ms``."""
+        if limit < 1:
+            raise StoreRefused("bad arguments: limit must be over 0")
+        q = self._queues
+        return await self._read("runs", leases.read_runs, q, task_type, task_id, limit, since_ms)
 
     async def count(self, task_type: str) -> dict[State, int]:
         """How many tasks are due, running and dead."""

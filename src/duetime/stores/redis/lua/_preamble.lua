@@ -80,3 +80,79 @@ local function bulk(command, key, list, from)
     redis.call(command, key, unpack(list, first, math.min(first + BULK_SLICE - 1, #list)))
   end
 end
+
+-- The run history of a type is a stream (keys.py), an entry per finished run with the id
+-- "<finished ms>-<n>" and the fields i (task id), o (occurrence ms), a (attempt), d (how
+-- long its handler ran, ms; '' when none did, or it is unknown), r (outcome), e (error),
+-- t (traceback), w (worker). Every entry has every field, so that the stream stores their
+-- names once per node.
+
+-- The id of the last entry ever added to the stream `runs` (which trimming leaves in place),
+-- as (ms, n); (0, -1) for a stream that does not exist.
+local function last_run_id(runs)
+  if redis.call('EXISTS', runs) == 0 then
+    return 0, -1
+  end
+  local info = redis.call('XINFO', 'STREAM', runs)
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then
+      local ms, n = string.match(info[i + 1], '^(%d+)-(%d+)$')
+      return tonumber(ms), tonumber(n)
+    end
+  end
+  return 0, -1
+end
+
+-- Whether `value` is a string of digits (a count).
+local function is_digits(value)
+  return type(value) == 'string' and string.match(value, '^%d+$') ~= nil
+end
+
+-- Whether `value` is a string of digits after an optional minus (a time in ms).
+local function is_int(value)
+  return type(value) == 'string' and string.match(value, '^%-?%d+$') ~= nil
+end
+
+-- Add the run `run` = {started ('' for none), finished, attempt, occurrence, outcome, error,
+-- trace} of task `id` by `worker` to `runs`, after the last id (last_ms, last_n): a run
+-- that finished in the same millisecond as the last, or before it (by another worker's
+-- clock), takes the next free id. Returns the id used, as (ms, n).
+local function add_run(runs, last_ms, last_n, id, run, worker)
+  local finished = tonumber(run[2])
+  local ms, n = math.max(finished, 0), 0
+  if ms <= last_ms then
+    ms, n = last_ms, last_n + 1
+  end
+  if ms == 0 and n == 0 then
+    n = 1  -- 0-0 is no stream id
+  end
+  local took = ''
+  if run[1] ~= '' then
+    took = string.format('%d', math.max(0, finished - tonumber(run[1])))
+  end
+  redis.call('XADD', runs, string.format('%d-%d', ms, n), 'i', id, 'o', run[4], 'a', run[3],
+             'd', took, 'r', run[5], 'e', run[6], 't', run[7], 'w', worker)
+  return ms, n
+end
+
+-- Trim `runs` to its newest `keep` entries and to those that finished at or after
+-- `cutoff` (ms; none is cut for a cutoff of 0 or less), and let it go as a whole once
+-- nothing was added for `max_age` ms.
+local function trim_runs(runs, keep, cutoff, max_age)
+  redis.call('XTRIM', runs, 'MAXLEN', keep)
+  if cutoff > 0 then
+    redis.call('XTRIM', runs, 'MINID', string.format('%d', cutoff))
+  end
+  redis.call('PEXPIRE', runs, max_age)
+end
+
+-- The run history's settings of a call, from ARGV[i..i+2] = worker, keep (>= 1), max age ms
+-- (>= 1): {worker, keep, max_age}, or nil and why they cannot be used.
+local function run_log(i)
+  local worker, keep, max_age = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if not (is_digits(keep) and is_digits(max_age)) or tonumber(keep) < 1
+      or tonumber(max_age) < 1 then
+    return nil, 'the history needs a keep and a max age of 1 or more'
+  end
+  return {worker, tonumber(keep), tonumber(max_age)}, nil
+end

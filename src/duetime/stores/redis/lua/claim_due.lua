@@ -18,12 +18,16 @@
 --
 -- KEYS[1] due (ZSET id -> due ms), KEYS[2] running (ZSET id -> lease deadline ms),
 -- KEYS[3] data, KEYS[4] lease (HASH id -> "<token>|<due ms>"), KEYS[5] meta, KEYS[6] dead,
--- KEYS[7] seq (STRING: the last token given out), KEYS[8] this call's key
+-- KEYS[7] seq (STRING: the last token given out), KEYS[8] this call's key,
+-- KEYS[9] the run history (optional: with it, an expired lease sent back to due or to the
+-- dead letters is recorded as a failed or dead run, and the history is trimmed)
 -- ARGV[1] now ms, ARGV[2] limit (>= 0), ARGV[3] lease ms (> 0), ARGV[4] max stalls (>= 0),
 -- ARGV[5] "1" for at-most-once delivery, else "0"
 -- ARGV[6] look-ahead ms (>= 0): also claim tasks due this soon; the worker starts each at
 --         its due time (the lease counts from now)
 -- ARGV[7] how long to keep the reply for a resent call, ms
+-- ARGV[8..10] with KEYS[9]: the claiming worker (unused: a reaped run's worker is unknown),
+--         the most runs kept, their most age (ms): see run_log in the preamble
 --
 -- Returns {next, reaped, id1, token1, stalls1, due1, record1, id2, ...}:
 --   next   the earliest due time or lease deadline left, as a string ('' when none);
@@ -32,9 +36,10 @@
 -- that is not a number. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local meta, dead, seq, call = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local meta, dead, seq, call, runs = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
                         meta, 'hash', dead, 'zset', seq, 'string', call, 'string'})
+       or (runs and wrong_type({runs, 'stream'}))
 if bad then
   return {-1, bad}
 end
@@ -56,6 +61,29 @@ local last_token = redis.call('GET', seq)
 if last_token and not string.match(last_token, '^%d+$') then
   return {-2, 'the token counter ' .. seq .. ' holds something other than a number'}
 end
+local log
+if runs then
+  local why
+  log, why = run_log(8)
+  if not log then
+    return {-2, why}
+  end
+end
+
+-- The run of `id` whose lease expired, for the history: {'' (its start is unknown), now,
+-- attempt, occurrence, outcome, error, ''}, from its record's failures ("f") and occurrence
+-- ("o") and `stalls`, the expired leases before this one.
+local function crashed_run(id, claimed_due, stalls, outcome, err)
+  local ok, doc = pcall(cjson.decode, redis.call('HGET', data, id) or '')
+  if not ok or type(doc) ~= 'table' then
+    doc = {}
+  end
+  local failures = tonumber(doc.f) or 0
+  local occurrence = tonumber(doc.o) and string.format('%d', doc.o) or claimed_due
+  local attempt = string.format('%d', failures + stalls + 1)
+  return {'', ARGV[1], attempt, occurrence, outcome, err, ''}
+end
+local crashed = {}
 
 -- Reap at most this many expired leases per call, so one call stays short.
 local REAP_BATCH = 1000
@@ -67,8 +95,13 @@ for _, id in ipairs(expired) do
   if redis.call('ZSCORE', due, id) or redis.call('HEXISTS', data, id) == 0 then
     -- rescheduled or cancelled while it ran: the lease just ends
   elseif at_most_once then
+    local why = 'lease expired; not run again (at-most-once delivery)'
+    if log then
+      local before = tonumber(redis.call('HGET', meta, 's:' .. id) or '0') or 0
+      crashed[#crashed + 1] = {id, crashed_run(id, claimed_due, before, 'dead', why)}
+    end
     redis.call('ZADD', dead, ARGV[1], id)
-    redis.call('HSET', meta, 'e:' .. id, 'lease expired; not run again (at-most-once delivery)')
+    redis.call('HSET', meta, 'e:' .. id, why)
   else
     -- A stall count that is not a number (written by something else) starts again at 1.
     local stalls = redis.pcall('HINCRBY', meta, 's:' .. id, 1)
@@ -76,13 +109,28 @@ for _, id in ipairs(expired) do
       stalls = 1
       redis.call('HSET', meta, 's:' .. id, stalls)
     end
+    local outcome, why = 'failed', 'lease expired (its worker stopped or hung)'
     if stalls > max_stalls then
+      outcome, why = 'dead', 'stalled: its lease expired ' .. stalls .. ' times'
       redis.call('ZADD', dead, ARGV[1], id)
-      redis.call('HSET', meta, 'e:' .. id, 'stalled: its lease expired ' .. stalls .. ' times')
+      redis.call('HSET', meta, 'e:' .. id, why)
     else
       redis.call('ZADD', due, claimed_due, id)
     end
+    if log then
+      crashed[#crashed + 1] = {id, crashed_run(id, claimed_due, stalls - 1, outcome, why)}
+    end
   end
+end
+if #crashed > 0 then
+  local last_ms, last_n = last_run_id(runs)
+  for _, run in ipairs(crashed) do
+    last_ms, last_n = add_run(runs, last_ms, last_n, run[1], run[2], '')
+  end
+  trim_runs(runs, log[2], now - log[3], log[3])
+elseif log and now - log[3] > 0 and redis.call('EXISTS', runs) == 1 then
+  -- the runs that aged out since the last write go too, as a worker looks for work
+  redis.call('XTRIM', runs, 'MINID', string.format('%d', now - log[3]))
 end
 
 local out = {'', #expired}

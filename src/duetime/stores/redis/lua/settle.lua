@@ -17,6 +17,18 @@
 --   spawn    id due record            (after one of the above, applied only if that one
 --                                     is kept) also schedule a new task: a cron tick
 --                                     handed off to run on its own
+--   log      worker keep max_age      (before any ran or ran*) record runs in the type's
+--                                     history KEYS[8], by this worker, then trim it to
+--                                     its newest `keep` runs and to those that finished
+--                                     at most `max_age` ms before now
+--   ran      started finished attempt occurrence outcome error trace
+--                                     (after one of the outcomes, recorded only if that
+--                                     one is kept) its run, into the history; started
+--                                     is '' when no handler ran
+--   ran*     lines                    done, and its run recorded as done, for several
+--                                     runs, in one argument of "<token>|<started>|
+--                                     <finished>|<attempt>|<occurrence>|<id>" lines
+--                                     (times in ms may be negative: before 1970)
 -- When the id was rescheduled while it ran (it is in due again), the new occurrence wins:
 -- only the run's end is recorded. When it was cancelled (no record), next, retry, dead and
 -- release write nothing else either: a cancelled task stays cancelled.
@@ -25,18 +37,19 @@
 -- reply was lost) returns it instead of reporting the outcomes it kept as lost.
 --
 -- KEYS[1] due, KEYS[2] running, KEYS[3] data, KEYS[4] lease, KEYS[5] meta, KEYS[6] dead,
--- KEYS[7] this call's key
+-- KEYS[7] this call's key, KEYS[8] the run history (only with log; see the preamble)
 -- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4] how long to keep the
 -- reply for a resent call (ms), ARGV[5..] ops as above
 --
--- Returns a list with, per outcome (file entries excluded, each line of done* counted),
--- 1 (kept) or 0 (stale).
+-- Returns a list with, per outcome (file, spawn, log and ran entries excluded, each line of
+-- done* and ran* counted), 1 (kept) or 0 (stale).
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local meta, dead, call = KEYS[5], KEYS[6], KEYS[7]
+local meta, dead, call, runs = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
                         meta, 'hash', dead, 'zset', call, 'string'})
+       or (runs and wrong_type({runs, 'stream'}))
 if bad then
   return {-1, bad}
 end
@@ -51,8 +64,10 @@ end
 
 -- The fields after each op's name.
 local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, file = 3,
-               spawn = 3}
+               spawn = 3, log = 3, ran = 7, ['ran*'] = 1}
+local OUTCOMES = {done = true, failed = true, dead = true, aborted = true}
 local items, ids = {}, {}
+local log
 local i = 5
 while i <= #ARGV do
   local op = ARGV[i]
@@ -60,15 +75,47 @@ while i <= #ARGV do
   if not n or i + n > #ARGV then
     return {-2, 'bad op at ' .. i}
   end
-  if op == 'done*' then
-    for line in string.gmatch(ARGV[i + 1], '[^\n]+') do
-      local token, id = string.match(line, '^(%d+)|(.+)$')
-      if not token then
-        return {-2, 'bad line in done* at ' .. (i + 1)}
-      end
-      items[#items + 1] = {op = 'done', id = id, token = token}
-      ids[#ids + 1] = id
+  if op == 'done*' or op == 'ran*' then
+    if op == 'ran*' and not log then
+      return {-2, 'ran* needs a log first'}
     end
+    for line in string.gmatch(ARGV[i + 1], '[^\n]+') do
+      local item
+      if op == 'done*' then
+        local token, id = string.match(line, '^(%d+)|(.+)$')
+        item = token and {op = 'done', id = id, token = token}
+      else
+        local token, started, finished, attempt, occurrence, id =
+          string.match(line, '^(%d+)|(%-?%d*)|(%-?%d+)|(%d+)|(%-?%d+)|(.+)$')
+        item = token and {op = 'done', id = id, token = token,
+                          ran = {started, finished, attempt, occurrence, 'done', '', ''}}
+      end
+      if not item then
+        return {-2, 'bad line in ' .. op .. ' at ' .. (i + 1)}
+      end
+      items[#items + 1] = item
+      ids[#ids + 1] = item.id
+    end
+  elseif op == 'log' then
+    if not runs then
+      return {-2, 'log needs the run history key'}
+    end
+    local why
+    log, why = run_log(i + 1)
+    if not log then
+      return {-2, why}
+    end
+  elseif op == 'ran' then
+    local run = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6],
+                 ARGV[i + 7]}
+    if #items == 0 or not log then
+      return {-2, 'ran must follow a log and an outcome'}
+    end
+    if not ((run[1] == '' or is_int(run[1])) and is_int(run[2]) and is_digits(run[3])
+            and is_int(run[4]) and OUTCOMES[run[5]]) then
+      return {-2, 'bad run at ' .. i}
+    end
+    items[#items].ran = run
   elseif op == 'file' or op == 'spawn' then
     if #items == 0 then
       return {-2, op .. ' must follow an outcome'}
@@ -161,6 +208,19 @@ for k, item in ipairs(items) do
   end
 end
 wake_if_earlier(ARGV[2], ARGV[3], earliest, head)
+if log then
+  local last_ms, last_n = last_run_id(runs)
+  local added = false
+  for k, item in ipairs(items) do
+    if kept[k] == 1 and item.ran then
+      last_ms, last_n = add_run(runs, last_ms, last_n, item.id, item.ran, log[1])
+      added = true
+    end
+  end
+  if added then
+    trim_runs(runs, log[2], tonumber(now) - log[3], log[3])
+  end
+end
 if remember > 0 then
   redis.call('SET', call, cjson.encode(kept), 'PX', remember)
 end
