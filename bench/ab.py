@@ -4,6 +4,7 @@
     python bench/ab.py HEAD WORKTREE --stores redis  # the uncommitted change, before commit
     python bench/ab.py HEAD HEAD                     # the noise floor: a revision against itself
     python bench/ab.py HEAD WORKTREE --quick         # a smoke run, a few seconds
+    python bench/ab.py HEAD HEAD --env-b DUETIME_AB_HISTORY=off  # one build, set two ways
     make ab A=d27d428 B=HEAD
 
 Each revision (a commit, a branch, a tag, or WORKTREE for the working tree as it is) is
@@ -11,7 +12,9 @@ installed as a package into a venv of its own, cached under --cache by the packa
 (src/ and pyproject.toml), so a second run reuses the builds. The measuring code is this
 checkout's, for both: this script times, and bench/ab_agent.py, run by each build's own
 interpreter, produces and works. Each revision runs at its own defaults, but for the
-worker's concurrency (1,000) and timeout (none), set as bench/bench.py sets them.
+worker's concurrency (1,000) and timeout (none), set as bench/bench.py sets them, and
+what --env-a and --env-b ask of the agent (DUETIME_AB_HISTORY=off: the worker's app keeps
+no run history), given to that side's agents as environment variables.
 
 Each round runs every workload on every store for both revisions back to back, A then B in
 odd rounds and B then A in even ones, so that what the machine does meanwhile falls on
@@ -47,7 +50,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -118,7 +121,8 @@ class Bench:
         """Run the agent with the build's interpreter, isolated (-I: no PYTHONPATH, no
         script directory on the path), so that it imports the build's duetime."""
         cmd = [str(b.python), "-I", str(AGENT), *map(str, args)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        env = {**os.environ, **b.env}
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr)
             raise SystemExit(f"{b.label}: agent {args[0]} exited with {proc.returncode}")
@@ -134,7 +138,8 @@ class Bench:
         out = self.tmp / f"{ns}.json"
         cmd = [str(b.python), "-I", str(AGENT), "worker", url, ns, str(n), str(out)]
         with open(f"{out}.err", "wb") as err:
-            proc = subprocess.Popen([*cmd, str(self.concurrency)], stderr=err)
+            env = {**os.environ, **b.env}
+            proc = subprocess.Popen([*cmd, str(self.concurrency)], stderr=err, env=env)
         return Worker(b, proc, out)
 
     def finish(self, worker: Worker, timeout: float) -> dict[str, Any]:
@@ -269,9 +274,23 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--w3-spread", type=float, help=f"default {FULL.w3_spread:g} s")
     parser.add_argument("--concurrency", type=int, default=1000, help="the worker's, W2 and W3")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 1 round, tiny sizes")
+    for side in ("a", "b"):
+        parser.add_argument(
+            f"--env-{side}",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help=f"an environment variable for REV_{side.upper()}'s agents (repeatable): "
+            "DUETIME_AB_HISTORY=off",
+        )
     parser.add_argument("--cache", type=Path, default=default_cache(), help="where builds live")
     parser.add_argument("--json", type=Path, help="write every raw figure to this file")
     args = parser.parse_args()
+    for side in ("env_a", "env_b"):
+        pairs = [item.partition("=") for item in getattr(args, side)]
+        if any(not name or not eq for name, eq, _ in pairs):
+            parser.error(f"--{side.replace('_', '-')} takes NAME=VALUE")
+        setattr(args, side, {name: value for name, _, value in pairs})
     args.stores = [s for s in args.stores.split(",") if s]
     args.workloads = [w for w in args.workloads.split(",") if w]
     for store in args.stores:
@@ -295,8 +314,8 @@ def parse() -> argparse.Namespace:
 def main() -> None:
     args = parse()
     builds = {
-        "A": build(ROOT, args.rev_a, args.cache, sys.executable),
-        "B": build(ROOT, args.rev_b, args.cache, sys.executable),
+        "A": replace(build(ROOT, args.rev_a, args.cache, sys.executable), env=args.env_a),
+        "B": replace(build(ROOT, args.rev_b, args.cache, sys.executable), env=args.env_b),
     }
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="duetime-ab-")))

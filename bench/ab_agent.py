@@ -11,6 +11,10 @@ every measured revision has (``App(url, namespace=...)``, ``declare``, ``@app.ta
     agent.py seed URL NS N           N tasks due now, with one ``schedule_many``
     agent.py spread URL NS N SPREAD LEAD   one call per task, due over SPREAD s from LEAD s on
     agent.py worker URL NS N OUT CONCURRENCY   run N tasks, write their times to OUT
+
+With ``DUETIME_AB_HISTORY=off`` in its environment (``ab.py --env-b ...``), the worker's app
+keeps no run history (``App(history=False)``: a revision without a run history refuses to
+be measured so, rather than measure something else).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import resource
 import sys
 import time
@@ -105,7 +110,12 @@ async def worker(url: str, ns: str, n: int, out: str, concurrency: int) -> None:
     the CPU times at the first and the last handler, to ``out``."""
     started = time.time()
     module, tune_gc, _ = runtime()
-    app = duetime.App(url, namespace=ns)
+    settings: dict[str, Any] = {}
+    if os.environ.get("DUETIME_AB_HISTORY") == "off":
+        if not hasattr(duetime, "History"):
+            raise SystemExit("DUETIME_AB_HISTORY=off: this revision has no run history")
+        settings["history"] = False
+    app = duetime.App(url, namespace=ns, **settings)
     samples: list[tuple[float, float]] = []
     cpus: list[list[float]] = []
     done = asyncio.Event()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from concurrent.futures import Executor as ThreadPool
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
 from duetime.worker.handler import call_handler
-from duetime.worker.run import Run
+from duetime.worker.run import Run, done_run
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -54,8 +54,10 @@ class Executor:
         events: the worker's listeners.
         app: handed to handlers in their :class:`~duetime.model.Context`, and used for
             nothing else.
-        noting: note what the run history keeps of each run (its start, occurrence,
-            attempt and traceback) on its :class:`~duetime.worker.run.Run`.
+        noting: the task types whose runs the run history keeps: what it keeps of each
+            (its start and end, occurrence, attempt and traceback) is noted on its
+            :class:`~duetime.worker.run.Run`, or on the outcome at once (a plain
+            completion).
     """
 
     def __init__(
@@ -66,7 +68,7 @@ class Executor:
         pool: ThreadPool | None,
         events: Events,
         app: Client,
-        noting: bool = False,
+        noting: Collection[str] = (),
     ) -> None:
         self.clock = clock
         self.max_payload_bytes = max_payload_bytes
@@ -77,7 +79,8 @@ class Executor:
         # clock read, with the occurrence and attempt) only for a listener of finished runs
         # (the minute counter) or a run history (``noting``).
         self.timed = any(events.wants(k) for k in ("started", "succeeded", "failed"))
-        self.marks = noting or events.wants("finished")
+        self.noted = frozenset(noting)
+        self.marks = bool(noting) or events.wants("finished")
         #: Run one claim and return its outcome (see :meth:`_run`); with DEBUG logging (as
         #: the worker starts), a line for each run too. Chosen once: no cost per task.
         self.run: RunClaim = self._run_logged if log.isEnabledFor(logging.DEBUG) else self._run
@@ -123,13 +126,16 @@ class Executor:
                 ctx = _context(self, task_type, claim, record, occurrence)
                 if self.marks:
                     run.fired_ms = self.clock.now()
-                    run.occurrence_ms, run.attempt = occurrence, ctx.attempt
                 try:
                     await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
                 except Exception as exc:
+                    run.occurrence_ms, run.attempt = occurrence, ctx.attempt
                     job = _Job(self, task_type, time_limit, run, record)
                     job.context = ctx
                     return await job.failed(exc, occurrence, None, None)
+                if task_type.name in self.noted:  # the run history's note, made at once
+                    now = self.clock.now_ms()
+                    return done_run(claim, run.fired_ms, now, ctx.attempt, occurrence)
                 return done(claim)
             job = _Job(self, task_type, time_limit, run, record)
             if trigger is None:

@@ -15,8 +15,6 @@ from duetime.worker.outcome import bounded
 #: The most bytes of UTF-8 of a run's error the history keeps (the traceback is bounded
 #: where the failure is judged: ``outcome.TRACE_BYTES``).
 ERROR_BYTES = 2048
-#: An attempt number beyond this is not one a worker counted (the store held nonsense).
-_MAX_ATTEMPT = 2**31 - 1
 
 _new = tuple.__new__
 
@@ -53,13 +51,26 @@ class Run:
     outcome: Outcome | None = None
 
 
+def done_run(
+    claim: Claim, started_ms: float, finished_ms: int, attempt: int, occurrence_ms: int
+) -> Outcome:
+    """``Outcome("done", claim)`` with its run's note, built the cheapest way: the hot path
+    of a type that keeps a history."""
+    ran = _new(RunNote, (int(started_ms), finished_ms, attempt, occurrence_ms, "done", "", ""))
+    return _new(Outcome, ("done", claim, None, "", "", "", "", None, ran))
+
+
 def note(run: Run, outcome: Outcome, finished_ms: int) -> Outcome:
     """``outcome`` with what the run history keeps of ``run``, which ended at
-    ``finished_ms``; as it is for an end that is not a run's (a hand-back, or a claim whose
-    handler did not start and that did not fail: a cron tick handed off or missed)."""
+    ``finished_ms`` (unless it has it already: :func:`done_run`); as it is for an end that
+    is not a run's (a hand-back, or a claim whose handler did not start and that did not
+    fail: a cron tick handed off or missed)."""
+    verdict = run.verdict
+    made = outcome[8]
+    if made is not None:  # a plain completion's, unless the run was aborted meanwhile
+        return outcome if verdict is None else noted(outcome, made._replace(outcome=verdict))
     op = outcome.op
     failed = op in ("retry", "dead") or bool(outcome.dead_id)
-    verdict = run.verdict
     if op == "release" or not (run.fired_ms or failed or verdict):
         return outcome
     if verdict is None:
@@ -69,18 +80,15 @@ def note(run: Run, outcome: Outcome, finished_ms: int) -> Outcome:
     if error and len(error) > ERROR_BYTES // 4:  # four bytes of UTF-8 at most a character
         error = bounded(error, ERROR_BYTES)
     occurrence = run.occurrence_ms or claim.due_ms
-    kept = _new(
-        RunNote,
-        (
-            int(run.fired_ms),
-            finished_ms,
-            # A claim of data the worker could not read (filed as corrupt) may say anything:
-            # what the history keeps of it stays in range for every store.
-            min(run.attempt or claim.stalls + 1, _MAX_ATTEMPT),
-            occurrence if in_range(occurrence) else 0,
-            verdict,
-            error,
-            run.trace or "",
-        ),
+    kept = RunNote(
+        int(run.fired_ms),
+        finished_ms,
+        run.attempt or claim.stalls + 1,
+        # A claim of data the worker could not read (filed as corrupt) may say anything:
+        # what the history keeps of it stays in range for every store.
+        occurrence if in_range(occurrence) else 0,
+        verdict,
+        error,
+        run.trace or "",
     )
     return noted(outcome, kept)

@@ -212,8 +212,8 @@ class TypeRunner:
         if started:
             self.running -= 1
         run.finished = True
-        if self.record is not None:  # what the history keeps of it rides with the outcome
-            outcome = note(run, outcome, self.clock.now_ms())
+        if self.record is not None and (outcome[8] is None or run.verdict is not None):
+            outcome = note(run, outcome, self.clock.now_ms())  # the history's note rides along
         run.outcome = outcome
         self.outbox.put(self.name, self.active, run)
         if self.waiting_for_slot:

@@ -248,7 +248,7 @@ class Worker:
             pool=pool,
             events=events,
             app=cast("Client", app),  # handed to handlers in their Context, nothing else
-            noting=bool(records),
+            noting=records,
         )
         outbox = Outbox(clock, events, records)
         for runner in runners:

@@ -20,17 +20,30 @@ def log_args(record: RunLog) -> tuple[Any, ...]:
     return (record.worker, record.keep, record.max_age_ms)
 
 
-def ran_args(n: RunNote) -> tuple[Any, ...]:
+def ran_op(n: RunNote) -> tuple[Any, ...]:
     """The settle script's ``ran`` op: the run of the outcome before it."""
     started = n.started_ms or ""
     return ("ran", started, n.finished_ms, n.attempt, n.occurrence_ms, n.outcome, n.error, n.trace)
 
 
-def ran_line(o: Outcome) -> str:
-    """One line of the settle script's ``ran*`` op: a plain completion and its run."""
-    c, n = o.claim, o.note
-    assert n is not None
-    return f"{c.token}|{n.started_ms or ''}|{n.finished_ms}|{n.attempt}|{n.occurrence_ms}|{c.id}"
+def batch_args(outcomes: list[Outcome], now_ms: int) -> tuple[str, str]:
+    """The settle script's ``ran*`` arguments for plain completions that carry a note: their
+    ``"<token>|<id>"`` lines, and their runs, a line each as the history's batch entries hold
+    them (see the preamble), relative to ``now_ms``."""
+    lines: list[str] = []
+    runs: list[str] = []
+    line, run = lines.append, runs.append
+    for o in outcomes:
+        # By index (a named tuple's fields cost a call, and this is done for every task):
+        # the claim (id, token, stalls, due, record) and the note (started, finished,
+        # attempt, occurrence, ...), which the caller sends only for outcomes with one.
+        c, n = o[1], o[8]
+        finished = n[1]  # type: ignore[index]
+        took = finished - n[0] if n[0] else ""  # type: ignore[index]
+        attempt = "" if n[2] == 1 else n[2]  # type: ignore[index]
+        line(f"{c[1]}|{c[0]}")
+        run(f"{now_ms - finished}|{took}|{attempt}|{now_ms - n[3]}")  # type: ignore[index]
+    return "\n".join(lines), "\n".join(runs)
 
 
 def settle_args(o: Outcome, recorded: bool = False) -> tuple[Any, ...]:
@@ -52,24 +65,52 @@ def settle_args(o: Outcome, recorded: bool = False) -> tuple[Any, ...]:
     if o.spawn is not None:
         args += ("spawn", o.spawn.id, o.spawn.due_ms, o.spawn.record)
     if recorded and o.note is not None:
-        args += ran_args(o.note)
+        args += ran_op(o.note)
     return args
 
 
-def stored_run(entry_id: bytes, fields: dict[bytes, bytes]) -> StoredRun:
-    """A run of the history stream, from its id and fields (see the preamble)."""
-    finished = wire.ms(entry_id.split(b"-", 1)[0])
-    took = fields.get(b"d") or b""
+def entry_runs(fields: dict[bytes, bytes]) -> tuple[int, list[StoredRun]]:
+    """The runs of one entry of a history stream (see the preamble), newest first, and how
+    many runs the type kept as it was written."""
+    keep = wire.count(fields.get(b"k"))
+    base = wire.ms(fields.get(b"f", b"0"))
+    worker = wire.text(fields[b"w"]) if fields.get(b"w") else None
+    batch = fields.get(b"b")
+    if batch is None:
+        took = fields.get(b"d") or b""
+        run = StoredRun(
+            task_id=wire.text(fields.get(b"i", b"")),
+            occurrence_ms=wire.ms(fields.get(b"o", b"0")),
+            attempt=wire.count(fields.get(b"a")),
+            started_ms=base - wire.ms(took) if took else None,
+            finished_ms=base,
+            outcome=wire.text(fields.get(b"r", b"")),
+            error=wire.text(fields[b"e"]) if fields.get(b"e") else None,
+            trace=wire.text(fields[b"t"]) if fields.get(b"t") else None,
+            worker=worker,
+        )
+        return keep, [run]
+    lines, done = batch.split(b"\n"), fields.get(b"h", b"").split(b"\n")
+    return keep, [
+        _batch_run(line, run, base, worker)
+        for line, run in zip(lines[::-1], done[::-1], strict=False)
+    ]
+
+
+def _batch_run(line: bytes, run: bytes, base: int, worker: str | None) -> StoredRun:
+    task_id = line.partition(b"|")[2]
+    before, took, attempt, occurrence = (run.split(b"|", 3) + [b""] * 4)[:4]
+    finished = base - wire.ms(before)
     return StoredRun(
-        task_id=wire.text(fields.get(b"i", b"")),
-        occurrence_ms=wire.ms(fields.get(b"o", b"0")),
-        attempt=wire.count(fields.get(b"a")),
+        task_id=wire.text(task_id),
+        occurrence_ms=base - wire.ms(occurrence),
+        attempt=wire.count(attempt) if attempt else 1,
         started_ms=finished - wire.ms(took) if took else None,
         finished_ms=finished,
-        outcome=wire.text(fields.get(b"r", b"")),
-        error=wire.text(fields[b"e"]) if fields.get(b"e") else None,
-        trace=wire.text(fields[b"t"]) if fields.get(b"t") else None,
-        worker=wire.text(fields[b"w"]) if fields.get(b"w") else None,
+        outcome="done",
+        error=None,
+        trace=None,
+        worker=worker,
     )
 
 

@@ -19,8 +19,11 @@ Redis Cluster slot and one script may touch them all::
                                       writing to the type; writes under a lower are
                                       refused
     duetime:{ns:type}:runs      STREAM  the type's run history, oldest first: an entry
-                                      per finished run, its id "<finished ms>-<n>"
-                                      (see settle.lua); trimmed by count and age
+                                      per settle (and per failed run), its id counting
+                                      the runs added (see the scripts' preamble)
+    duetime:{ns:type}:tally     STRING  how many runs were ever added to runs (the id of
+                                      its last entry); both expire when no run was
+                                      added for the history's max age
 
     duetime:{ns:type}:call:<id> STRING  for 15 s after a claim, its reply; for 60 s after a
                                       schedule of tasks due within a minute, a marker:
@@ -67,6 +70,7 @@ class TypeKeys:
     seq: str
     fence: str
     runs: str
+    tally: str
 
 
 def type_keys(namespace: str, task_type: str) -> TypeKeys:

@@ -8,7 +8,7 @@ from redis.asyncio import Redis
 
 from duetime.stores import wire
 from duetime.stores.base import STATES, State, StoredRun, StoredTask
-from duetime.stores.redis.codec import stored_run
+from duetime.stores.redis.codec import entry_runs
 from duetime.stores.redis.keys import PREFIX, TypeKeys, parse_lease
 from duetime.stores.wire import stored_task
 
@@ -43,35 +43,49 @@ async def list_tasks(
     return out
 
 
-#: Entries of the run history read per round trip while looking for one task's runs.
-RUNS_PAGE = 1000
+#: Entries of the run history read per round trip.
+RUNS_PAGE = 100
 
 
 async def runs(
     client: Redis, key: str, task_id: str | None, limit: int, since_ms: int | None
 ) -> list[StoredRun]:
-    """The newest runs of a history stream (see ``RunHistory.runs``): a range read, in pages
-    of RUNS_PAGE when only one task's runs are wanted (the stream has no index by id)."""
-    low = "-" if since_ms is None else f"{max(since_ms, 0)}-0"
-    if task_id is None:
-        return [stored_run(i, f) for i, f in await _range(client, key, "+", low, limit)]
-    wanted = wire.to_bytes(task_id)
+    """The newest runs of a history stream (see ``RunHistory.runs`` and the preamble of the
+    scripts), read newest first in pages of RUNS_PAGE entries: up to ``limit``, and no more
+    than the type keeps (the newest entry says how many), nor any that finished before
+    ``since_ms``. A settle's runs are its entries in a row (its failures one each, then
+    its plain completions together): each page is put in the order the runs finished."""
     found: list[StoredRun] = []
+    seen, keep = 0, None
     high = "+"
-    while len(found) < limit:
-        page = await _range(client, key, high, low, RUNS_PAGE)
-        found += (stored_run(i, f) for i, f in page if f.get(b"i") == wanted)
-        if len(page) < RUNS_PAGE:
-            break
-        high = "(" + page[-1][0].decode()  # exclusive: the next page starts below the last
-    return found[:limit]
+    while True:
+        entries = await _range(client, key, high, RUNS_PAGE)
+        page: list[StoredRun] = []
+        for entry_id, fields in entries:
+            kept, entry = entry_runs(fields)
+            keep = kept if keep is None else keep
+            page += entry[: max(0, keep - seen)]
+            seen += len(entry)
+            high = "(" + entry_id.decode()  # the next page starts below this entry
+        page.sort(key=lambda run: run.finished_ms, reverse=True)
+        for run in page:
+            if since_ms is not None and run.finished_ms < since_ms:
+                continue
+            if task_id is None or run.task_id == task_id:
+                found.append(run)
+                if len(found) == limit:
+                    return found
+        if len(entries) < RUNS_PAGE or (keep is not None and seen >= keep):
+            return found
+        if since_ms is not None and page and page[-1].finished_ms < since_ms:
+            return found  # the rest finished earlier still
 
 
 async def _range(
-    client: Redis, key: str, high: str, low: str, count: int
+    client: Redis, key: str, high: str, count: int
 ) -> list[tuple[bytes, dict[bytes, bytes]]]:
     entries: list[tuple[bytes, dict[bytes, bytes]]] = await client.xrevrange(  # type: ignore[assignment]
-        key, high, low, count=count
+        key, high, "-", count=count
     )
     return entries
 

@@ -31,9 +31,9 @@ from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
 from duetime.stores.redis.codec import (
     SCHEDULE_CHUNK,
+    batch_args,
     inspected,
     log_args,
-    ran_line,
     settle_args,
 )
 from duetime.stores.redis.connection import (
@@ -262,7 +262,7 @@ class RedisStore(RedisCapabilities):
         mode = "1" if at_most_once else "0"
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
         if record is not None:
-            keys.append(k.runs)
+            keys += (k.runs, k.tally)
             args += log_args(record)
         reply = await self._run("claim_due", keys, args)
         if self._cluster and task_type not in self._claimed:  # a type to be woken for
@@ -299,14 +299,14 @@ class RedisStore(RedisCapabilities):
             if plain:
                 args += ("done*", "\n".join([f"{o.claim.token}|{o.claim.id}" for o in plain]))
             if ran:
-                args += ("ran*", "\n".join([ran_line(o) for o in ran]))
+                args += ("ran*", *batch_args(ran, now_ms))
             for o in rest:
                 args += settle_args(o, record is not None)
             # A call key of its own: a resend finds the reply of the first send, and does
             # not take the outcomes that send kept for lost leases.
             keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
             if record is not None:
-                keys.append(k.runs)
+                keys += (k.runs, k.tally)
             reply = await self._run("settle", keys, args)
             if len(plain) == len(chunk) or len(ran) == len(chunk):
                 kept += [answer == 1 for answer in reply]  # in the outcomes' order
@@ -390,18 +390,19 @@ class RedisStore(RedisCapabilities):
 def _split(chunk: Sequence[Outcome], recorded: bool) -> tuple[list[Outcome], ...]:
     """The outcomes of a settle call as it sends them: plain completions without a run to
     record (``done*``), plain completions recorded as done (``ran*``), the rest (one by one:
-    an id holding a newline is sent so too)."""
+    an id holding a newline is sent so too). By index: a named tuple's fields cost a call,
+    and this looks at every task."""
     plain: list[Outcome] = []
     ran: list[Outcome] = []
     rest: list[Outcome] = []
-    for o in chunk:
-        if o.op != "done" or o.dead_id or o.spawn is not None or "\n" in o.claim.id:
+    for o in chunk:  # o: op, claim, due, record, error, dead_id, dead_record, spawn, note
+        if o[0] != "done" or o[5] or o[7] is not None or "\n" in o[1][0]:
             rest.append(o)
             continue
-        note = o.note
-        if note is None or not recorded:
+        n = o[8]  # started, finished, attempt, occurrence, outcome, error, trace
+        if n is None or not recorded:
             plain.append(o)
-        elif note.outcome == "done" and not note.trace and not note.error:
+        elif n[4] == "done" and not n[5] and not n[6]:
             ran.append(o)
         else:
             rest.append(o)

@@ -14,7 +14,7 @@ CREATE TABLE runs (
     n             bigint GENERATED ALWAYS AS IDENTITY,
     id            text COLLATE "C" NOT NULL,
     occurrence_ms bigint NOT NULL,
-    attempt       integer NOT NULL,
+    attempt       bigint NOT NULL,
     started_ms    bigint,
     outcome       text NOT NULL,
     error         text,

@@ -18,7 +18,7 @@ WITH dropped AS (
     SELECT %(qid)s, r.id, r.occurrence_ms, r.attempt, r.started_ms, r.finished_ms,
            r.outcome, r.error, r.trace, %(worker)s
     FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(occurrences)s::bigint[],
-                %(attempts)s::integer[], %(starts)s::bigint[], %(finishes)s::bigint[],
+                %(attempts)s::bigint[], %(starts)s::bigint[], %(finishes)s::bigint[],
                 %(outcomes)s::text[], %(errors)s::text[], %(traces)s::text[])
         AS r (id, token, occurrence_ms, attempt, started_ms, finished_ms, outcome, error,
               trace)

@@ -81,26 +81,55 @@ local function bulk(command, key, list, from)
   end
 end
 
--- The run history of a type is a stream (keys.py), an entry per finished run with the id
--- "<finished ms>-<n>" and the fields i (task id), o (occurrence ms), a (attempt), d (how
--- long its handler ran, ms; '' when none did, or it is unknown), r (outcome), e (error),
--- t (traceback), w (worker). Every entry has every field, so that the stream stores their
--- names once per node.
+-- The run history of a type is a stream (keys.py) whose entry ids count runs: an entry that
+-- adds n runs after c runs were added in all has the id "<c + n>-0", so that trimming to the
+-- newest runs is a range (XTRIM MINID). Its fields, f first:
+--   f  a time in ms: a batch's base (the settle's now), a single run's finish
+--   k  the most runs the type keeps, as the entry was written (a reader stops there)
+--   w  the worker ('' when unknown)
+-- and either, for a batch of plain completions (one entry per settle, stored as the settle
+-- was given them, so that no line is rewritten):
+--   b  their "<token>|<id>" lines, in the order they settled
+--   h  their runs, a line for each of b's: "<ms before f it finished>|<ms its handler
+--      ran>|<attempt, '' for 1>|<ms before f of its occurrence>"
+-- or, for one run:
+--   i id, o occurrence ms, a attempt, d ms its handler ran ('' when none did or it is
+--   unknown), r outcome, e error, t traceback
 
--- The id of the last entry ever added to the stream `runs` (which trimming leaves in place),
--- as (ms, n); (0, -1) for a stream that does not exist.
-local function last_run_id(runs)
-  if redis.call('EXISTS', runs) == 0 then
-    return 0, -1
-  end
+-- The last id ever added to the stream `runs`, as the count of runs it says were added.
+local function last_added(runs)
   local info = redis.call('XINFO', 'STREAM', runs)
   for i = 1, #info, 2 do
     if info[i] == 'last-generated-id' then
-      local ms, n = string.match(info[i + 1], '^(%d+)-(%d+)$')
-      return tonumber(ms), tonumber(n)
+      return tonumber(string.match(info[i + 1], '^(%d+)-')) or 0
     end
   end
-  return 0, -1
+  return 0
+end
+
+-- How many runs were ever added to the stream `runs`: its `tally` (a string), or, should
+-- that be gone, the stream's last id (which trimming leaves in place); 0 for neither.
+local function runs_added(runs, tally)
+  local n = tonumber(redis.call('GET', tally) or '')
+  if n then
+    return n
+  end
+  if redis.call('EXISTS', runs) == 0 then
+    return 0
+  end
+  return last_added(runs)
+end
+
+-- XADD to `runs` an entry of `count` runs, `fields`, after `added` runs; returns the runs
+-- added now. Should the id be taken (a tally behind the stream: changed by something else),
+-- the stream's own last id is gone by: a settle never fails on its history.
+local function add_entry(runs, added, count, fields)
+  local id = string.format('%d-0', added + count)
+  if failed(redis.pcall('XADD', runs, id, unpack(fields))) then
+    added = last_added(runs)
+    redis.call('XADD', runs, string.format('%d-0', added + count), unpack(fields))
+  end
+  return added + count
 end
 
 -- Whether `value` is a string of digits (a count).
@@ -114,35 +143,70 @@ local function is_int(value)
 end
 
 -- Add the run `run` = {started ('' for none), finished, attempt, occurrence, outcome, error,
--- trace} of task `id` by `worker` to `runs`, after the last id (last_ms, last_n): a run
--- that finished in the same millisecond as the last, or before it (by another worker's
--- clock), takes the next free id. Returns the id used, as (ms, n).
-local function add_run(runs, last_ms, last_n, id, run, worker)
-  local finished = tonumber(run[2])
-  local ms, n = math.max(finished, 0), 0
-  if ms <= last_ms then
-    ms, n = last_ms, last_n + 1
-  end
-  if ms == 0 and n == 0 then
-    n = 1  -- 0-0 is no stream id
-  end
+-- trace} of task `id` to `runs` as an entry of its own, after `added` runs; returns the runs
+-- added now. `log` = {worker, keep, max age}.
+local function add_run(runs, added, id, run, log)
   local took = ''
   if run[1] ~= '' then
-    took = string.format('%d', math.max(0, finished - tonumber(run[1])))
+    took = string.format('%d', math.max(0, tonumber(run[2]) - tonumber(run[1])))
   end
-  redis.call('XADD', runs, string.format('%d-%d', ms, n), 'i', id, 'o', run[4], 'a', run[3],
-             'd', took, 'r', run[5], 'e', run[6], 't', run[7], 'w', worker)
-  return ms, n
+  return add_entry(runs, added, 1, {'f', run[2], 'k', log[2], 'w', log[1], 'i', id,
+                                   'o', run[4], 'a', run[3], 'd', took, 'r', run[5],
+                                   'e', run[6], 't', run[7]})
 end
 
--- Trim `runs` to its newest `keep` entries and to those that finished at or after
--- `cutoff` (ms; none is cut for a cutoff of 0 or less), and let it go as a whole once
--- nothing was added for `max_age` ms.
-local function trim_runs(runs, keep, cutoff, max_age)
-  redis.call('XTRIM', runs, 'MAXLEN', keep)
-  if cutoff > 0 then
-    redis.call('XTRIM', runs, 'MINID', string.format('%d', cutoff))
+-- Add the plain completions of `batch` = {first, last, lines, runs} (items first..last of
+-- the settle, their lines and runs as ran* gave them) that were `kept`, relative to `base`
+-- ms, to `runs` as one entry, after `added` runs; returns the runs added now.
+local function add_batch(runs, added, base, batch, kept, log)
+  local lines, done = batch.lines, batch.runs
+  local count = batch.last - batch.first + 1
+  for k = batch.first, batch.last do
+    if kept[k] ~= 1 then  -- a stale outcome (rare): the kept ones' lines, one by one
+      local kept_lines, kept_runs, runs_of = {}, {}, string.gmatch(done, '[^\n]+')
+      local k2 = batch.first
+      for line in string.gmatch(lines, '[^\n]+') do
+        local run = runs_of()
+        if kept[k2] == 1 then
+          kept_lines[#kept_lines + 1], kept_runs[#kept_runs + 1] = line, run
+        end
+        k2 = k2 + 1
+      end
+      lines, done = table.concat(kept_lines, '\n'), table.concat(kept_runs, '\n')
+      count = #kept_lines
+      break
+    end
   end
+  if count == 0 then
+    return added
+  end
+  return add_entry(runs, added, count, {'f', base, 'k', log[2], 'w', log[1], 'b', lines,
+                                        'h', done})
+end
+
+-- Drop the oldest entries of `runs` while their time (f) is before `cutoff` ms (at most 100
+-- a call).
+local function trim_aged(runs, cutoff)
+  for _ = 1, 100 do
+    local first = redis.call('XRANGE', runs, '-', '+', 'COUNT', 1)[1]
+    if not first or (tonumber(first[2][2]) or 0) >= cutoff then
+      break
+    end
+    local count = tonumber(string.match(first[1], '^(%d+)-'))
+    redis.call('XTRIM', runs, 'MINID', string.format('%d-0', count + 1))
+  end
+end
+
+-- Note that `added` runs were added to `runs` in all (in `tally`); trim it to its newest
+-- `keep` runs (whole entries: the oldest left may hold older runs, which readers skip) and
+-- to the entries of `cutoff` ms or later; let both go once nothing was added for `max_age`
+-- ms.
+local function trim_runs(runs, tally, added, keep, cutoff, max_age)
+  redis.call('SET', tally, string.format('%d', added), 'PX', max_age)
+  if added - keep + 1 > 0 then
+    redis.call('XTRIM', runs, 'MINID', string.format('%d-0', added - keep + 1))
+  end
+  trim_aged(runs, cutoff)
   redis.call('PEXPIRE', runs, max_age)
 end
 

@@ -19,8 +19,9 @@
 -- KEYS[1] due (ZSET id -> due ms), KEYS[2] running (ZSET id -> lease deadline ms),
 -- KEYS[3] data, KEYS[4] lease (HASH id -> "<token>|<due ms>"), KEYS[5] meta, KEYS[6] dead,
 -- KEYS[7] seq (STRING: the last token given out), KEYS[8] this call's key,
--- KEYS[9] the run history (optional: with it, an expired lease sent back to due or to the
--- dead letters is recorded as a failed or dead run, and the history is trimmed)
+-- KEYS[9] the run history and KEYS[10] its tally (optional: with them, an expired lease
+-- sent back to due or to the dead letters is recorded as a failed or dead run, and a claim
+-- that finds nothing due drops the runs that aged out)
 -- ARGV[1] now ms, ARGV[2] limit (>= 0), ARGV[3] lease ms (> 0), ARGV[4] max stalls (>= 0),
 -- ARGV[5] "1" for at-most-once delivery, else "0"
 -- ARGV[6] look-ahead ms (>= 0): also claim tasks due this soon; the worker starts each at
@@ -36,10 +37,11 @@
 -- that is not a number. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local meta, dead, seq, call, runs = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local meta, dead, seq, call = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local runs, tally = KEYS[9], KEYS[10]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
                         meta, 'hash', dead, 'zset', seq, 'string', call, 'string'})
-       or (runs and wrong_type({runs, 'stream'}))
+       or (runs and wrong_type({runs, 'stream', tally or '', 'string'}))
 if bad then
   return {-1, bad}
 end
@@ -63,6 +65,9 @@ if last_token and not string.match(last_token, '^%d+$') then
 end
 local log
 if runs then
+  if not tally then
+    return {-2, 'the run history needs its tally'}
+  end
   local why
   log, why = run_log(8)
   if not log then
@@ -123,14 +128,12 @@ for _, id in ipairs(expired) do
   end
 end
 if #crashed > 0 then
-  local last_ms, last_n = last_run_id(runs)
+  local added = runs_added(runs, tally)
+  log[1] = ''  -- a crashed run's worker is unknown
   for _, run in ipairs(crashed) do
-    last_ms, last_n = add_run(runs, last_ms, last_n, run[1], run[2], '')
+    added = add_run(runs, added, run[1], run[2], log)
   end
-  trim_runs(runs, log[2], now - log[3], log[3])
-elseif log and now - log[3] > 0 and redis.call('EXISTS', runs) == 1 then
-  -- the runs that aged out since the last write go too, as a worker looks for work
-  redis.call('XTRIM', runs, 'MINID', string.format('%d', now - log[3]))
+  trim_runs(runs, tally, added, log[2], now - log[3], log[3])
 end
 
 local out = {'', #expired}
@@ -186,6 +189,11 @@ if #picked > 0 then
   end
 end
 local remember = #out > 2 and tonumber(ARGV[7] or '0') or 0
+if log and #out == 2 and #crashed == 0 then
+  -- Nothing due: the runs that aged out while nothing was added go, as a worker looks for
+  -- work (a claim that finds work leaves it to the settles).
+  trim_aged(runs, now - log[3])
+end
 
 local next_due, next_lease = head_score(due), head_score(running)
 if next_due and next_lease then

@@ -18,17 +18,19 @@
 --                                     is kept) also schedule a new task: a cron tick
 --                                     handed off to run on its own
 --   log      worker keep max_age      (before any ran or ran*) record runs in the type's
---                                     history KEYS[8], by this worker, then trim it to
---                                     its newest `keep` runs and to those that finished
---                                     at most `max_age` ms before now
+--                                     history KEYS[8] (see the preamble), by this worker,
+--                                     then trim it to its newest `keep` runs and to those
+--                                     that finished at most `max_age` ms before now
 --   ran      started finished attempt occurrence outcome error trace
 --                                     (after one of the outcomes, recorded only if that
---                                     one is kept) its run, into the history; started
+--                                     one is kept) its run, an entry of its own; started
 --                                     is '' when no handler ran
---   ran*     lines                    done, and its run recorded as done, for several
---                                     runs, in one argument of "<token>|<started>|
---                                     <finished>|<attempt>|<occurrence>|<id>" lines
---                                     (times in ms may be negative: before 1970)
+--   ran*     lines runs               done, and its run recorded as done, for several
+--                                     runs: lines as done*'s, and in `runs` the runs
+--                                     of those lines, a line each, in their order (as
+--                                     the history's batch entries hold them: see the
+--                                     preamble; ms before now, ARGV[1]). The runs of
+--                                     those kept make one entry.
 -- When the id was rescheduled while it ran (it is in due again), the new occurrence wins:
 -- only the run's end is recorded. When it was cancelled (no record), next, retry, dead and
 -- release write nothing else either: a cancelled task stays cancelled.
@@ -37,7 +39,8 @@
 -- reply was lost) returns it instead of reporting the outcomes it kept as lost.
 --
 -- KEYS[1] due, KEYS[2] running, KEYS[3] data, KEYS[4] lease, KEYS[5] meta, KEYS[6] dead,
--- KEYS[7] this call's key, KEYS[8] the run history (only with log; see the preamble)
+-- KEYS[7] this call's key, KEYS[8] the run history and KEYS[9] its tally (only with log;
+-- see the preamble)
 -- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4] how long to keep the
 -- reply for a resent call (ms), ARGV[5..] ops as above
 --
@@ -46,10 +49,10 @@
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local meta, dead, call, runs = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local meta, dead, call, runs, tally = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
                         meta, 'hash', dead, 'zset', call, 'string'})
-       or (runs and wrong_type({runs, 'stream'}))
+       or (runs and wrong_type({runs, 'stream', tally or '', 'string'}))
 if bad then
   return {-1, bad}
 end
@@ -64,10 +67,10 @@ end
 
 -- The fields after each op's name.
 local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, file = 3,
-               spawn = 3, log = 3, ran = 7, ['ran*'] = 1}
+               spawn = 3, log = 3, ran = 7, ['ran*'] = 2}
 local OUTCOMES = {done = true, failed = true, dead = true, aborted = true}
 local items, ids = {}, {}
-local log
+local log, batch
 local i = 5
 while i <= #ARGV do
   local op = ARGV[i]
@@ -76,29 +79,26 @@ while i <= #ARGV do
     return {-2, 'bad op at ' .. i}
   end
   if op == 'done*' or op == 'ran*' then
-    if op == 'ran*' and not log then
-      return {-2, 'ran* needs a log first'}
-    end
+    local first = #items + 1
     for line in string.gmatch(ARGV[i + 1], '[^\n]+') do
-      local item
-      if op == 'done*' then
-        local token, id = string.match(line, '^(%d+)|(.+)$')
-        item = token and {op = 'done', id = id, token = token}
-      else
-        local token, started, finished, attempt, occurrence, id =
-          string.match(line, '^(%d+)|(%-?%d*)|(%-?%d+)|(%d+)|(%-?%d+)|(.+)$')
-        item = token and {op = 'done', id = id, token = token,
-                          ran = {started, finished, attempt, occurrence, 'done', '', ''}}
-      end
-      if not item then
+      local token, id = string.match(line, '^(%d+)|(.+)$')
+      if not token then
         return {-2, 'bad line in ' .. op .. ' at ' .. (i + 1)}
       end
-      items[#items + 1] = item
-      ids[#ids + 1] = item.id
+      items[#items + 1] = {op = 'done', id = id, token = token}
+      ids[#ids + 1] = id
+    end
+    if op == 'ran*' then
+      -- Left as they are, unread but for their count: stored together (see below).
+      local count = select(2, string.gsub(ARGV[i + 2], '\n', '\n')) + 1
+      if not log or count ~= #items - first + 1 then
+        return {-2, 'ran* needs a log first, and a run for each line'}
+      end
+      batch = {first = first, last = #items, lines = ARGV[i + 1], runs = ARGV[i + 2]}
     end
   elseif op == 'log' then
-    if not runs then
-      return {-2, 'log needs the run history key'}
+    if not (runs and tally) then
+      return {-2, 'log needs the run history and its tally'}
     end
     local why
     log, why = run_log(i + 1)
@@ -209,16 +209,18 @@ for k, item in ipairs(items) do
 end
 wake_if_earlier(ARGV[2], ARGV[3], earliest, head)
 if log then
-  local last_ms, last_n = last_run_id(runs)
-  local added = false
+  local added = runs_added(runs, tally)
+  local before = added
   for k, item in ipairs(items) do
     if kept[k] == 1 and item.ran then
-      last_ms, last_n = add_run(runs, last_ms, last_n, item.id, item.ran, log[1])
-      added = true
+      added = add_run(runs, added, item.id, item.ran, log)
     end
   end
-  if added then
-    trim_runs(runs, log[2], tonumber(now) - log[3], log[3])
+  if batch then
+    added = add_batch(runs, added, now, batch, kept, log)
+  end
+  if added > before then
+    trim_runs(runs, tally, added, log[2], tonumber(now) - log[3], log[3])
   end
 end
 if remember > 0 then
