@@ -64,9 +64,12 @@ async def test_every_finished_run_is_recorded_with_its_outcome(app: duetime.App)
         assert r.started <= r.finished and r.duration >= timedelta(milliseconds=15)
         assert r.occurrence_id == f"{r.task_id}@{int(r.occurrence.timestamp() * 1000)}"
     # A retry keeps its occurrence: both attempts ran the same one.
-    assert by["bad", 1].occurrence == by["bad", 2].occurrence == due.replace(
-        microsecond=due.microsecond // 1000 * 1000
-    ) + timedelta(milliseconds=1 if due.microsecond % 1000 else 0)
+    assert (
+        by["bad", 1].occurrence
+        == by["bad", 2].occurrence
+        == due.replace(microsecond=due.microsecond // 1000 * 1000)
+        + timedelta(milliseconds=1 if due.microsecond % 1000 else 0)
+    )
     assert by["bad", 2].error == "ValueError: boom bad"
     assert by["bad", 2].traceback is not None and "boom bad" in by["bad", 2].traceback
     assert by["flaky", 1].error == "ValueError: boom flaky" and by["flaky", 2].error is None

@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from duetime.cli import cron, dashboard, operate, tasks, worker
+from duetime.cli import cron, dashboard, history, operate, tasks, worker
 from duetime.version import VERSION
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -59,10 +59,14 @@ for command in (
     tasks.cancel,
     tasks.retry,
     tasks.list_tasks,
-    cron.cron_list,
+    history.history,
+    cron.cron,
     operate.stats,
     operate.workers,
     dashboard.dashboard,
 ):
-    command.params.append(log_level_option())
+    # A group's own commands take the option (``duetime cron backfill ... --log-level``).
+    for each in getattr(command, "commands", {}).values() or [command]:
+        each.params.append(log_level_option())
     main.add_command(command)
+cron.cron_list.params.append(log_level_option())  # the cron group's listing
