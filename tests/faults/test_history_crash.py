@@ -65,6 +65,7 @@ async def test_the_attempts_of_a_killed_worker_appear_once_their_leases_lapse(
     crashed = {r.task_id: r for r in runs if r.outcome == "failed"}
     for r in runs:
         if r.outcome == "done":  # the re-run came after the crash was found, of the same tick
-            assert r.occurrence == crashed[r.task_id].occurrence
-            assert r.finished is not None and crashed[r.task_id].finished is not None
-            assert r.finished >= crashed[r.task_id].finished
+            before = crashed[r.task_id]
+            assert r.occurrence == before.occurrence
+            assert r.finished is not None and before.finished is not None
+            assert r.finished >= before.finished
