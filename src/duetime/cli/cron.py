@@ -48,6 +48,10 @@ class CronGroup(click.Group):
             return [rest[0], *args[: len(args) - len(rest)], *rest[1:]]
         return None
 
+    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
+        # The listing's usage (its options: ``duetime cron --help``), or a subcommand's.
+        return ["[MODULE:APP]", "[OPTIONS]", "[NAME]", "|", "COMMAND", "[ARGS]..."]
+
     def invoke(self, ctx: click.Context) -> Any:
         listed = ctx.meta.pop(_LISTED, None)
         if listed is not None:
@@ -66,8 +70,10 @@ class CronGroup(click.Group):
     help="Next run times to show.",
 )
 def cron_list(name: str | None, count: int, **options: Any) -> None:
-    """List cron schedules with their next run times; or only the schedule NAME (exit code
-    3 when there is none). ``duetime cron backfill NAME`` runs the ticks of a past range."""
+    """List cron schedules with their next run times (--next, default 3); or only the
+    schedule NAME (exit code 3 when there is none); the options are those of the other
+    commands that work on an app or a URL. ``duetime cron backfill NAME`` runs the ticks of
+    a past range."""
     target = Target.from_options(options)
 
     async def collect() -> list[tuple[CronInfo, list[datetime]]]:
