@@ -6,12 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from duetime.stores import wire
 from duetime.stores.base import Claim, ClaimBatch, Outcome, RunLog, RunNote, StoredRun
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.ops import Queues, write
 from duetime.stores.postgres.queries import Q
-from duetime.stores.runs import crashed
+from duetime.stores.runs import Newest, crashed, is_plain, pack, row_runs
 
 #: Most expired leases reaped by one claim, so that one claim stays short; the rest are
 #: reaped by the next ones.
@@ -104,13 +103,13 @@ async def settle(
         return [False] * len(outcomes)
     kept: set[tuple[str, int]] = set()
     plain = [o for o in outcomes if o.op == "done" and not o.dead_id and o.spawn is None]
+    if record is not None:  # a run other than a plain completion's is a row of its own
+        plain = [o for o in plain if o.note is None or is_plain(o.note)]
     if plain:
         if record is None:
             cur = await conn.execute(Q.settle_drop, {"qid": qid, **_claims(plain)})
         else:
-            runs = [(o.claim.id, o.note) for o in plain]
-            params = {**_runs(qid, runs, record, now_ms), **_claims(plain)}
-            cur = await conn.execute(Q.settle_drop_logged, params)
+            cur = await conn.execute(Q.settle_drop_logged, _batch(qid, plain, record, now_ms))
         kept.update((row[0], row[1]) for row in await cur.fetchall())
     rest = [o for o in outcomes if (o.claim.id, o.claim.token) not in kept]
     if rest:
@@ -127,26 +126,42 @@ async def settle(
     return [(o.claim.id, o.claim.token) in kept for o in outcomes]
 
 
-def _runs(
-    qid: int, runs: Sequence[tuple[str, RunNote | None]], record: RunLog, now_ms: int
-) -> dict[str, Any]:
-    """The parameters of add_runs.sql (and settle_drop_logged.sql) for ``runs`` (id, note):
-    a run without a note has no finish time (and is not recorded)."""
-    notes = [n for _, n in runs]
+def _batch(qid: int, plain: Sequence[Outcome], record: RunLog, now_ms: int) -> dict[str, Any]:
+    """The parameters of settle_drop_logged.sql: the plain completions, each with its run as
+    a line of the batch (None for one without a note)."""
+    lines = [None if o.note is None else pack([(o.claim.id, o.note)], now_ms) for o in plain]
+    return {**_log(qid, record, now_ms), **_claims(plain), "now": now_ms, "lines": lines}
+
+
+def _log(qid: int, record: RunLog, now_ms: int) -> dict[str, Any]:
     return {
         "qid": qid,
         "cutoff": now_ms - record.max_age_ms,
         "keep": record.keep,
         "worker": record.worker or None,
-        "ids": [task_id for task_id, _ in runs],
-        "occurrences": [None if n is None else n.occurrence_ms for n in notes],
-        "attempts": [None if n is None else n.attempt for n in notes],
-        "starts": [None if n is None else n.started_ms or None for n in notes],
-        "finishes": [None if n is None else n.finished_ms for n in notes],
-        "outcomes": [None if n is None else n.outcome for n in notes],
-        "errors": [None if n is None else n.error or None for n in notes],
-        "traces": [None if n is None else n.trace or None for n in notes],
     }
+
+
+def _runs(
+    qid: int, runs: Sequence[tuple[str, RunNote]], record: RunLog, now_ms: int
+) -> dict[str, Any]:
+    """The parameters of add_runs.sql for ``runs`` (id, note), a row each."""
+    notes = [n for _, n in runs]
+    return {
+        **_log(qid, record, now_ms),
+        "ids": [task_id for task_id, _ in runs],
+        "occurrences": [n.occurrence_ms for n in notes],
+        "attempts": [n.attempt for n in notes],
+        "starts": [n.started_ms or None for n in notes],
+        "finishes": [n.finished_ms for n in notes],
+        "outcomes": [n.outcome for n in notes],
+        "errors": [n.error or None for n in notes],
+        "traces": [n.trace or None for n in notes],
+    }
+
+
+#: Rows of a queue's run history read at a time.
+RUNS_PAGE = 100
 
 
 async def read_runs(
@@ -157,29 +172,20 @@ async def read_runs(
     limit: int,
     since_ms: int | None,
 ) -> list[StoredRun]:
-    """The type's newest runs (see ``RunHistory.runs``)."""
+    """The type's newest runs (see ``RunHistory.runs``), read a page of rows at a time."""
     qid = await queues.find(conn, task_type)
     if qid is None:
         return []
+    newest = Newest(task_id, limit, since_ms)
     since = -(2**62) if since_ms is None else since_ms
-    params = {"qid": qid, "id": task_id, "since": since, "limit": limit}
-    cur = await conn.execute(Q.list_runs, params)
-    return [
-        StoredRun(
-            str(run_id),
-            int(occurrence),
-            int(attempt),
-            None if started is None else int(started),
-            int(finished),
-            str(outcome),
-            wire.maybe_text(error),
-            wire.maybe_text(trace),
-            wire.maybe_text(worker),
-        )
-        for run_id, occurrence, attempt, started, finished, outcome, error, trace, worker in (
-            await cur.fetchall()
-        )
-    ]
+    after = (2**62, 2**62)
+    while True:
+        params = {"qid": qid, "since": since, "added": after[0], "n": after[1], "rows": RUNS_PAGE}
+        cur = await conn.execute(Q.list_runs, params)
+        rows = await cur.fetchall()
+        if newest.page([row_runs(row[2:]) for row in rows]) or len(rows) < RUNS_PAGE:
+            return newest.found
+        after = (rows[-1][0], rows[-1][1])
 
 
 async def _settle_rest(

@@ -7,6 +7,7 @@ from typing import Any
 from duetime.stores import wire
 from duetime.stores.base import Outcome, RunLog, RunNote, StoredRun, StoredTask
 from duetime.stores.redis.keys import parse_lease
+from duetime.stores.runs import batch_run
 from duetime.stores.wire import stored_task
 
 #: Most tasks written by one script call. Lua's unpack() has a limit of about 8,000
@@ -98,20 +99,8 @@ def entry_runs(fields: dict[bytes, bytes]) -> tuple[int, list[StoredRun]]:
 
 
 def _batch_run(line: bytes, run: bytes, base: int, worker: str | None) -> StoredRun:
-    task_id = line.partition(b"|")[2]
-    before, took, attempt, occurrence = (run.split(b"|", 3) + [b""] * 4)[:4]
-    finished = base - wire.ms(before)
-    return StoredRun(
-        task_id=wire.text(task_id),
-        occurrence_ms=base - wire.ms(occurrence),
-        attempt=wire.count(attempt) if attempt else 1,
-        started_ms=finished - wire.ms(took) if took else None,
-        finished_ms=finished,
-        outcome="done",
-        error=None,
-        trace=None,
-        worker=worker,
-    )
+    task_id = wire.text(line.partition(b"|")[2])
+    return batch_run((run.split(b"|", 3) + [b""] * 4)[:4], task_id, base, worker)
 
 
 def inspected(task_id: str, reply: list[Any]) -> StoredTask | None:

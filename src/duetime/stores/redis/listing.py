@@ -10,6 +10,7 @@ from duetime.stores import wire
 from duetime.stores.base import STATES, State, StoredRun, StoredTask
 from duetime.stores.redis.codec import entry_runs
 from duetime.stores.redis.keys import PREFIX, TypeKeys, parse_lease
+from duetime.stores.runs import Newest
 from duetime.stores.wire import stored_task
 
 #: Keys SCAN asks each server to look at per call: fewer round trips than its default 10.
@@ -51,34 +52,16 @@ async def runs(
     client: Redis, key: str, task_id: str | None, limit: int, since_ms: int | None
 ) -> list[StoredRun]:
     """The newest runs of a history stream (see ``RunHistory.runs`` and the preamble of the
-    scripts), read newest first in pages of RUNS_PAGE entries: up to ``limit``, and no more
-    than the type keeps (the newest entry says how many), nor any that finished before
-    ``since_ms``. A settle's runs are its entries in a row (its failures one each, then
-    its plain completions together): each page is put in the order the runs finished."""
-    found: list[StoredRun] = []
-    seen, keep = 0, None
+    scripts), read newest first in pages of RUNS_PAGE entries (``stores.runs.Newest``)."""
+    newest = Newest(task_id, limit, since_ms)
     high = "+"
     while True:
         entries = await _range(client, key, high, RUNS_PAGE)
-        page: list[StoredRun] = []
-        for entry_id, fields in entries:
-            kept, entry = entry_runs(fields)
-            keep = kept if keep is None else keep
-            page += entry[: max(0, keep - seen)]
-            seen += len(entry)
-            high = "(" + entry_id.decode()  # the next page starts below this entry
-        page.sort(key=lambda run: run.finished_ms, reverse=True)
-        for run in page:
-            if since_ms is not None and run.finished_ms < since_ms:
-                continue
-            if task_id is None or run.task_id == task_id:
-                found.append(run)
-                if len(found) == limit:
-                    return found
-        if len(entries) < RUNS_PAGE or (keep is not None and seen >= keep):
-            return found
-        if since_ms is not None and page and page[-1].finished_ms < since_ms:
-            return found  # the rest finished earlier still
+        if newest.page([entry_runs(fields) for _, fields in entries]):
+            return newest.found
+        if len(entries) < RUNS_PAGE:
+            return newest.found
+        high = "(" + entries[-1][0].decode()  # the next page starts below this entry
 
 
 async def _range(

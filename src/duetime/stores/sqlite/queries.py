@@ -62,6 +62,7 @@ class Queries:
     task_types: str
     expired: str
     add_run: str
+    runs_added: str
     trim_runs_age: str
     trim_runs_count: str
     list_runs: str

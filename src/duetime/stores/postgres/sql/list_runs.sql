@@ -1,12 +1,12 @@
--- list_runs: the newest runs of a type, of one task id if given, that finished at or after
--- %(since)s. Without an index by id, a task's runs are found by walking its type's (at
--- most the runs kept).
--- Parameters: %(qid)s, %(id)s (NULL: every id), %(since)s (ms), %(limit)s.
--- Returns rows: id, occurrence_ms, attempt, started_ms, finished_ms, outcome, error, trace,
--- worker.
-SELECT id, occurrence_ms, attempt, started_ms, finished_ms, outcome, error, trace, worker
+-- list_runs: a page of a queue's run history rows, newest first, of those whose base is at
+-- or after %(since)s and that come before (%(added)s, %(n)s) (see
+-- migrations/0004_runs.sql for the columns).
+-- Parameters: %(qid)s, %(since)s (ms), %(added)s, %(n)s, %(rows)s.
+-- Returns rows: added, n, base_ms, keep, worker, batch, id, occurrence_ms, attempt,
+-- started_ms, outcome, error, trace.
+SELECT added, n, base_ms, keep, worker, batch, id, occurrence_ms, attempt, started_ms,
+       outcome, error, trace
 FROM runs
-WHERE qid = %(qid)s AND finished_ms >= %(since)s
-  AND (%(id)s::text IS NULL OR id = %(id)s::text)
-ORDER BY finished_ms DESC, n DESC
-LIMIT %(limit)s
+WHERE qid = %(qid)s AND (added, n) < (%(added)s, %(n)s) AND base_ms >= %(since)s
+ORDER BY added DESC, n DESC
+LIMIT %(rows)s

@@ -1,9 +1,11 @@
 -- settle_drop_logged: settle_drop.sql, with the runs of the outcomes it keeps recorded in
--- the type's history and the history trimmed, in the same statement (as add_runs.sql
--- does). An outcome without a run (%(finishes)s NULL) is settled and not recorded.
--- Parameters: %(qid)s, %(cutoff)s (ms), %(keep)s, %(worker)s; arrays of one length:
--- %(ids)s, %(tokens)s, %(occurrences)s, %(attempts)s, %(starts)s, %(finishes)s,
--- %(outcomes)s, %(errors)s, %(traces)s.
+-- the type's history as one row (a batch: their lines, in the order given; see
+-- stores/runs.py), and the history trimmed, in the same statement: by age, and to the rows
+-- holding its newest %(keep)s runs (the trims see the history as it was before this
+-- statement; the new row is the newest). An outcome without a line is settled and not
+-- recorded.
+-- Parameters: %(qid)s, %(now)s (the batch's base, ms), %(cutoff)s (ms), %(keep)s,
+-- %(worker)s; arrays of one length: %(ids)s, %(tokens)s, %(lines)s (NULL: no run).
 -- Returns rows: id, token of each task deleted.
 WITH dropped AS (
     DELETE FROM tasks AS t
@@ -11,31 +13,24 @@ WITH dropped AS (
     WHERE t.qid = %(qid)s AND t.id = o.id AND t.token = o.token
       AND t.due_ms IS NULL AND t.dead_ms IS NULL
     RETURNING t.id, t.token
-), logged AS (
-    INSERT INTO runs
-        (qid, id, occurrence_ms, attempt, started_ms, finished_ms, outcome, error, trace,
-         worker)
-    SELECT %(qid)s, r.id, r.occurrence_ms, r.attempt, r.started_ms, r.finished_ms,
-           r.outcome, r.error, r.trace, %(worker)s
-    FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(occurrences)s::bigint[],
-                %(attempts)s::bigint[], %(starts)s::bigint[], %(finishes)s::bigint[],
-                %(outcomes)s::text[], %(errors)s::text[], %(traces)s::text[])
-        AS r (id, token, occurrence_ms, attempt, started_ms, finished_ms, outcome, error,
-              trace)
+), kept AS (
+    SELECT r.line, r.ord
+    FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(lines)s::text[])
+        WITH ORDINALITY AS r (id, token, line, ord)
     JOIN dropped AS d ON d.id = r.id AND d.token = r.token
-    WHERE r.finished_ms IS NOT NULL
-    ORDER BY r.finished_ms DESC
-    LIMIT %(keep)s
-    RETURNING 1
+    WHERE r.line IS NOT NULL
+), total AS (
+    SELECT coalesce((SELECT max(added) FROM runs WHERE qid = %(qid)s), 0) + count(*) AS added,
+           count(*) AS runs,
+           string_agg(line, E'\n' ORDER BY ord) AS batch
+    FROM kept
+), logged AS (
+    INSERT INTO runs (qid, added, base_ms, keep, worker, batch)
+    SELECT %(qid)s, added, %(now)s, %(keep)s, %(worker)s, batch FROM total WHERE runs > 0
 ), aged AS (
-    DELETE FROM runs WHERE qid = %(qid)s AND finished_ms < %(cutoff)s
+    DELETE FROM runs WHERE qid = %(qid)s AND base_ms < %(cutoff)s
 ), over AS (
     DELETE FROM runs
-    WHERE qid = %(qid)s AND (finished_ms, n) IN (
-        SELECT finished_ms, n FROM runs
-        WHERE qid = %(qid)s
-        ORDER BY finished_ms DESC, n DESC
-        OFFSET greatest(%(keep)s - (SELECT count(*) FROM logged), 0)
-    )
+    WHERE qid = %(qid)s AND added <= (SELECT added FROM total) - %(keep)s
 )
 SELECT id, token FROM dropped

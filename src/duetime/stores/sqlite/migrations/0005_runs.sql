@@ -1,26 +1,34 @@
 -- 0005_runs: the run history of each task type.
 --
--- duetime_runs: one row per finished run (an attempt done, failed, dead or aborted) of a
--- queue: its task id, the occurrence it ran (ms), which attempt it was, when its handler
--- started (NULL when none did, or when that is unknown: a run whose lease expired) and
--- when the run ended, how it ended, its error and traceback (bounded by the worker), and
--- the worker that ran it (NULL when unknown). Written by the settles (and the claims that
--- reap expired leases) in their own transactions, and trimmed there to the newest runs
--- and those young enough.
+-- duetime_runs: the finished runs of a queue (attempts done, failed, dead or aborted),
+-- written by the settles (and the claims that reap expired leases) in their own
+-- transactions, and trimmed there. A row holds either the plain completions of one settle
+-- (batch: a line each, see stores/runs.py; base_ms the settle's time), so that a busy
+-- worker writes one row per settle, or one run (batch NULL; base_ms when it finished): its
+-- task id, the occurrence it ran (ms), which attempt it was, when its handler started (NULL
+-- when none did, or when that is unknown: a run whose lease expired), how it ended, its
+-- error and traceback (bounded by the worker). worker: the worker that ran them (NULL when
+-- unknown). added: how many runs the queue's history had taken in all, this row's
+-- included, so that the newest rows holding `keep` runs are a range; keep: the most runs
+-- the type kept as the row was written (a reader stops there).
 CREATE TABLE duetime_runs (
     rid           INTEGER PRIMARY KEY,
     qid           INTEGER NOT NULL REFERENCES duetime_queues (qid),
-    id            TEXT NOT NULL,
-    occurrence_ms INTEGER NOT NULL,
-    attempt       INTEGER NOT NULL,
+    added         INTEGER NOT NULL,
+    base_ms       INTEGER NOT NULL,
+    keep          INTEGER NOT NULL,
+    worker        TEXT,
+    batch         TEXT,
+    id            TEXT,
+    occurrence_ms INTEGER,
+    attempt       INTEGER,
     started_ms    INTEGER,
-    finished_ms   INTEGER NOT NULL,
-    outcome       TEXT NOT NULL,
+    outcome       TEXT,
     error         TEXT,
-    trace         TEXT,
-    worker        TEXT
+    trace         TEXT
 );
 
--- A type's runs by when they finished (ties by rid, the order they were written): the
--- newest first for a listing, the oldest first for trimming by age.
-CREATE INDEX duetime_runs_by_type ON duetime_runs (qid, finished_ms);
+-- A queue's rows in the order they were added (listings, newest first; trimming by count),
+-- and by time (trimming by age).
+CREATE INDEX duetime_runs_added ON duetime_runs (qid, added);
+CREATE INDEX duetime_runs_age ON duetime_runs (qid, base_ms);

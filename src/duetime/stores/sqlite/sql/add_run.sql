@@ -1,6 +1,9 @@
--- add_run: record a finished run in its type's history. Run by executemany.
--- Parameters: ? qid, ? id, ? occurrence ms, ? attempt, ? started ms (NULL: unknown),
--- ? finished ms, ? outcome, ? error (NULL), ? traceback (NULL), ? worker (NULL).
+-- add_run: add a row to a queue's run history: a batch of plain completions (batch set,
+-- the run's own columns NULL) or one run. Run by executemany.
+-- Parameters: ? qid, ? added (the queue's runs in all, this row's included), ? base ms,
+-- ? keep, ? worker (NULL: unknown), ? batch (NULL: one run), ? id, ? occurrence ms,
+-- ? attempt, ? started ms (NULL), ? outcome, ? error (NULL), ? traceback (NULL).
 INSERT INTO duetime_runs
-    (qid, id, occurrence_ms, attempt, started_ms, finished_ms, outcome, error, trace, worker)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    (qid, added, base_ms, keep, worker, batch, id, occurrence_ms, attempt, started_ms,
+     outcome, error, trace)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)

@@ -1,11 +1,11 @@
--- list_runs: the newest runs of a type, of one task id if given, that finished at or after
--- :since. Without an index by id, a task's runs are found by walking its type's (at most
--- the runs kept).
--- Parameters: :qid, :id (NULL: every id), :since (ms), :limit.
--- Returns rows: id, occurrence_ms, attempt, started_ms, finished_ms, outcome, error, trace,
--- worker.
-SELECT id, occurrence_ms, attempt, started_ms, finished_ms, outcome, error, trace, worker
+-- list_runs: a page of a queue's run history rows, newest first, of those whose base is at
+-- or after :since (see migrations/0005_runs.sql for the columns).
+-- Parameters: :qid, :since (ms), :before (list rows added before this count), :rows.
+-- Returns rows: added, base_ms, keep, worker, batch, id, occurrence_ms, attempt,
+-- started_ms, outcome, error, trace.
+SELECT added, base_ms, keep, worker, batch, id, occurrence_ms, attempt, started_ms,
+       outcome, error, trace
 FROM duetime_runs
-WHERE qid = :qid AND finished_ms >= :since AND (:id IS NULL OR id = :id)
-ORDER BY finished_ms DESC, rid DESC
-LIMIT :limit
+WHERE qid = :qid AND added < :before AND base_ms >= :since
+ORDER BY added DESC
+LIMIT :rows

@@ -1,10 +1,4 @@
--- trim_runs_count: drop the runs of a type beyond its newest :keep (a walk of the type's
--- index from its newest end: about :keep steps, as the trim follows every write).
--- Parameters: :qid, :keep.
-DELETE FROM duetime_runs
-WHERE rid IN (
-    SELECT rid FROM duetime_runs
-    WHERE qid = :qid
-    ORDER BY finished_ms DESC, rid DESC
-    LIMIT -1 OFFSET :keep
-)
+-- trim_runs_count: drop a queue's rows whose runs are all older than its newest `keep`
+-- (an index range; the oldest row left may hold some, which readers skip).
+-- Parameters: ? qid, ? the queue's runs in all minus keep.
+DELETE FROM duetime_runs WHERE qid = ? AND added <= ?
