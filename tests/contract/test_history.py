@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 import duetime
-from duetime.stores.base import RunLog, RunNote, done, noted
+from duetime.stores.base import done, noted
 from duetime.stores.capabilities import RUN_HISTORY, use
+from duetime.stores.runs import RunLog, RunNote
 from tests.helpers import eventually, running
 
 FAST = duetime.Backoff(base=timedelta(milliseconds=20), jitter=0)

@@ -11,7 +11,8 @@ import duetime
 from duetime.clock import ManualClock
 from duetime.features.base import WorkerRun
 from duetime.features.history import HistoryFeature
-from duetime.stores.base import Outcome, RunLog, RunNote, done, new_claim
+from duetime.stores.base import Outcome, done, new_claim
+from duetime.stores.runs import RunLog, RunNote
 from duetime.worker.run import ERROR_BYTES, Run, done_run, note
 
 CLAIM = new_claim("t1", 7, 1, 1_000, '{"p":{}}')

@@ -21,8 +21,9 @@ from typing import Any, Protocol
 
 from duetime.clock import Clock
 from duetime.events import Listener
-from duetime.stores.base import RunLog, Store
+from duetime.stores.base import Store
 from duetime.stores.capabilities import Capability
+from duetime.stores.runs import RunLog
 
 #: What a worker reports of itself: handlers running by type, and when a claim last brought
 #: tasks (store clock ms, or None).

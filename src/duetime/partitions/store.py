@@ -38,14 +38,13 @@ from duetime.stores.base import (
     ClaimBatch,
     NewTask,
     Outcome,
-    RunLog,
     State,
     Store,
-    StoredRun,
     StoredTask,
     WakeCallback,
 )
 from duetime.stores.capabilities import ENTRIES, KEY_EVENTS, RUN_HISTORY, use
+from duetime.stores.runs import RunLog, StoredRun
 from duetime.validate import MAX_PARTITIONS
 
 T = TypeVar("T")

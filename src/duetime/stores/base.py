@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol
 
 from duetime.errors import StoreRefused
+from duetime.stores.runs import RunNote
 
 State = Literal["due", "running", "dead"]
 STATES: tuple[State, ...] = ("due", "running", "dead")
@@ -72,52 +73,6 @@ class ClaimBatch:
     reaped: int = 0
 
 
-#: How a run ended, as the run history names it: ``done``; ``failed``, an attempt that
-#: will be tried again; ``dead``, an occurrence given up (the dead letters); ``aborted``, a
-#: run cut short on purpose, neither retried nor filed.
-RunOutcome = Literal["done", "failed", "dead", "aborted"]
-RUN_OUTCOMES: tuple[RunOutcome, ...] = ("done", "failed", "dead", "aborted")
-
-
-class RunNote(NamedTuple):
-    """What the run history keeps of a run (see
-    :class:`~duetime.stores.capabilities.RunHistory`).
-
-    Attributes:
-        started_ms: when its handler started (store clock ms), or 0 when none did (a record
-            that could not be read).
-        finished_ms: when the run ended.
-        attempt: which attempt at its occurrence it was (1 for the first).
-        occurrence_ms: the occurrence it ran (its due time, or the tick, or the occurrence a
-            retry belongs to).
-        outcome: how it ended.
-        error: why it failed (bounded), or why it ended; "" for none.
-        trace: the traceback of a failure, bounded as a task keeps it; "" for none.
-    """
-
-    started_ms: int
-    finished_ms: int
-    attempt: int
-    occurrence_ms: int
-    outcome: RunOutcome
-    error: str = ""
-    trace: str = ""
-
-
-class RunLog(NamedTuple):
-    """Where and for how long a settle or a claim records runs in the type's history.
-
-    Attributes:
-        worker: the id of the worker that ran them (reaped runs: ``""``, it is unknown).
-        keep: the most runs the type's history keeps (the newest).
-        max_age_ms: runs that finished longer ago than this are dropped.
-    """
-
-    worker: str
-    keep: int
-    max_age_ms: int
-
-
 class Outcome(NamedTuple):
     """How a run ended and what follows it; see :meth:`Store.settle`. ``note``: what the
     run history keeps of the run, when the settle records it (``RunHistory.settle``)."""
@@ -149,28 +104,6 @@ def noted(outcome: Outcome, note: RunNote) -> Outcome:
 def new_claim(task_id: str, token: int, stalls: int, due_ms: int, record: str) -> Claim:
     """``Claim(...)``, built the cheapest way: a store makes one for every task it leases."""
     return _new(Claim, (task_id, token, stalls, due_ms, record))
-
-
-@dataclass(frozen=True, slots=True)
-class StoredRun:
-    """One run as a type's history holds it (see :class:`RunNote` for the fields it shares).
-
-    Attributes:
-        started_ms: None when no handler started, or the store does not know when (a
-            crashed run, recorded as its lease expired).
-        error: the error of a failure, or why it ended (a lease that expired).
-        worker: the id of the worker that ran it; None when unknown (a crashed run).
-    """
-
-    task_id: str
-    occurrence_ms: int
-    attempt: int
-    started_ms: int | None
-    finished_ms: int
-    outcome: str
-    error: str | None
-    trace: str | None
-    worker: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from duetime.errors import ConfigError
-from duetime.stores.base import ClaimBatch, NewTask, Outcome, RunLog, StoredRun
+from duetime.stores.base import ClaimBatch, NewTask, Outcome
+from duetime.stores.runs import RunLog, StoredRun
 from duetime.stores.telemetry import Telemetry
 
 

@@ -134,8 +134,8 @@ class Executor:
                     job.context = ctx
                     return await job.failed(exc, occurrence, None, None)
                 if task_type.name in self.noted:  # the run history's note, made at once
-                    now = self.clock.now_ms()
-                    return done_run(claim, run.fired_ms, now, ctx.attempt, occurrence)
+                    ended = int(self.clock.now())
+                    return done_run(claim, run.fired_ms, ended, ctx.attempt, occurrence)
                 return done(claim)
             job = _Job(self, task_type, time_limit, run, record)
             if trigger is None:

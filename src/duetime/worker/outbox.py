@@ -14,8 +14,9 @@ from typing import Any
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
 from duetime.outage import OutageLog
-from duetime.stores.base import RunLog, Store
+from duetime.stores.base import Store
 from duetime.stores.capabilities import RUN_HISTORY, use
+from duetime.stores.runs import RunLog
 from duetime.worker.failures import store_backoff
 from duetime.worker.run import Run
 

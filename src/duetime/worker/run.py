@@ -9,7 +9,8 @@ import asyncio
 from dataclasses import dataclass
 
 from duetime.clock import in_range
-from duetime.stores.base import Claim, Outcome, RunNote, RunOutcome, noted
+from duetime.stores.base import Claim, Outcome, noted
+from duetime.stores.runs import RunNote, RunOutcome
 from duetime.worker.outcome import bounded
 
 #: The most bytes of UTF-8 of a run's error the history keeps (the traceback is bounded

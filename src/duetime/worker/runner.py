@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
 from duetime.outage import OutageLog
-from duetime.stores.base import Claim, ClaimBatch, Outcome, RunLog, Store
+from duetime.stores.base import Claim, ClaimBatch, Outcome, Store
 from duetime.stores.capabilities import RUN_HISTORY, use
+from duetime.stores.runs import RunLog
 from duetime.tasktype import TaskType
 from duetime.validate import duration_ms
 from duetime.worker.executor import Executor

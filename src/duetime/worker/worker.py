@@ -21,7 +21,7 @@ from duetime.clock import RESAMPLE_SECONDS, Clock, StoreClock
 from duetime.errors import UnknownTaskType, ValidationError
 from duetime.events import Events, Listener, WorkerEvent
 from duetime.features.base import WorkerRun
-from duetime.stores.base import RunLog, Store
+from duetime.stores.base import Store
 from duetime.worker.burst import Burst, run_burst
 from duetime.worker.executor import Executor
 from duetime.worker.failures import log_store_failure
@@ -233,10 +233,9 @@ class Worker:
         run = self._worker_run(store, clock)
         self.dead_lettered = 0
         listeners = [*self._listeners, _DeadLetters(self)]
-        records: dict[str, RunLog] = {}
         for feature in app.registry:
             listeners += await feature.start(run)
-            records.update(feature.records(run))
+        records = app.registry.records(run)  # the types whose runs the settles record
         for warning in store.durability_warnings():
             log.warning("%s", warning)
         events = Events(listeners)

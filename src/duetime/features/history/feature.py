@@ -9,8 +9,8 @@ from typing import Any
 from duetime.features.base import Feature, WorkerRun
 from duetime.features.history.settings import INTERNAL_PREFIX, resolve
 from duetime.model import History
-from duetime.stores.base import RunLog
 from duetime.stores.capabilities import RUN_HISTORY, Capability
+from duetime.stores.runs import RunLog
 from duetime.tasktype import TaskTypes
 
 

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from duetime.clock import from_ms, in_range
-from duetime.stores.base import Store, StoredRun
+from duetime.stores.base import Store
 from duetime.stores.capabilities import RUN_HISTORY, use
+from duetime.stores.runs import StoredRun
 from duetime.validate import occurrence_id
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from duetime.stores.base import Claim, ClaimBatch, Outcome, RunLog, RunNote, StoredRun
+from duetime.stores.base import Claim, ClaimBatch, Outcome
+from duetime.stores.history import Newest, crashed, is_plain, pack, row_runs
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.ops import Queues, write
 from duetime.stores.postgres.queries import Q
-from duetime.stores.runs import Newest, crashed, is_plain, pack, row_runs
+from duetime.stores.runs import RunLog, RunNote, StoredRun
 
 #: Most expired leases reaped by one claim, so that one claim stays short; the rest are
 #: reaped by the next ones.

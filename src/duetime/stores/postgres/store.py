@@ -12,19 +12,18 @@ from duetime.stores.base import (
     ClaimBatch,
     NewTask,
     Outcome,
-    RunLog,
     State,
-    StoredRun,
     StoredTask,
     WakeCallback,
     check_claim_arguments,
 )
+from duetime.stores.history import check_log
 from duetime.stores.postgres import leases, ops, wake
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
 from duetime.stores.postgres.connection import Conn, Database, read_settings
 from duetime.stores.postgres.queries import Q
 from duetime.stores.postgres.telemetry import PostgresTelemetry
-from duetime.stores.runs import check_log
+from duetime.stores.runs import RunLog, StoredRun
 from duetime.stores.telemetry import Telemetry
 
 __all__ = ["PostgresConfig", "PostgresStore", "parse_postgres_url"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from duetime.stores import wire
-from duetime.stores.base import Outcome, RunLog, RunNote, StoredRun, StoredTask
+from duetime.stores.base import Outcome, StoredTask
+from duetime.stores.history import batch_run
 from duetime.stores.redis.keys import parse_lease
-from duetime.stores.runs import batch_run
+from duetime.stores.runs import RunLog, RunNote, StoredRun
 from duetime.stores.wire import stored_task
 
 #: Most tasks written by one script call. Lua's unpack() has a limit of about 8,000
@@ -27,24 +29,50 @@ def ran_op(n: RunNote) -> tuple[Any, ...]:
     return ("ran", started, n.finished_ms, n.attempt, n.occurrence_ms, n.outcome, n.error, n.trace)
 
 
-def batch_args(outcomes: list[Outcome], now_ms: int) -> tuple[str, str]:
-    """The settle script's ``ran*`` arguments for plain completions that carry a note: their
-    ``"<token>|<id>"`` lines, and their runs, a line each as the history's batch entries hold
-    them (see the preamble), relative to ``now_ms``."""
-    lines: list[str] = []
-    runs: list[str] = []
-    line, run = lines.append, runs.append
-    for o in outcomes:
-        # By index (a named tuple's fields cost a call, and this is done for every task):
-        # the claim (id, token, stalls, due, record) and the note (started, finished,
-        # attempt, occurrence, ...), which the caller sends only for outcomes with one.
-        c, n = o[1], o[8]
-        finished = n[1]  # type: ignore[index]
-        took = finished - n[0] if n[0] else ""  # type: ignore[index]
-        attempt = "" if n[2] == 1 else n[2]  # type: ignore[index]
-        line(f"{c[1]}|{c[0]}")
-        run(f"{now_ms - finished}|{took}|{attempt}|{now_ms - n[3]}")  # type: ignore[index]
-    return "\n".join(lines), "\n".join(runs)
+def settle_ops(
+    chunk: Sequence[Outcome], recorded: bool, now_ms: int
+) -> tuple[list[Any], list[Outcome] | None]:
+    """The settle script's ops for a chunk of outcomes (see settle.lua), and the outcomes in
+    the order the script answers for them (None: the chunk's own): plain completions first,
+    in one argument of ``done*`` lines; with ``recorded`` (the call has a ``log``), those
+    that carry a plain completion's run in ``ran*`` (their lines, and their runs as the
+    history's batch entries hold them, relative to ``now_ms``: see the preamble); the rest
+    one by one (an id holding a newline too). In one pass, by index: a named tuple's fields
+    cost a call, and this looks at every task."""
+    plain: list[Outcome] = []
+    plain_lines: list[str] = []
+    ran: list[Outcome] = []
+    ran_lines: list[str] = []
+    ran_runs: list[str] = []
+    rest: list[Outcome] = []
+    for o in chunk:  # o: op, claim, due, record, error, dead_id, dead_record, spawn, note
+        c = o[1]  # id, token, stalls, due, record
+        if o[0] != "done" or o[5] or o[7] is not None or "\n" in c[0]:
+            rest.append(o)
+            continue
+        n = o[8]  # started, finished, attempt, occurrence, outcome, error, trace
+        if n is None or not recorded:
+            plain.append(o)
+            plain_lines.append(f"{c[1]}|{c[0]}")
+        elif n[4] == "done" and not n[5] and not n[6]:
+            finished = n[1]
+            took = finished - n[0] if n[0] else ""
+            ran.append(o)
+            ran_lines.append(f"{c[1]}|{c[0]}")
+            ran_runs.append(
+                f"{now_ms - finished}|{took}|{'' if n[2] == 1 else n[2]}|{now_ms - n[3]}"
+            )
+        else:
+            rest.append(o)
+    ops: list[Any] = []
+    if plain:
+        ops += ("done*", "\n".join(plain_lines))
+    if ran:
+        ops += ("ran*", "\n".join(ran_lines), "\n".join(ran_runs))
+    for o in rest:
+        ops += settle_args(o, recorded)
+    groups = [group for group in (plain, ran, rest) if group]
+    return ops, None if len(groups) == 1 else plain + ran + rest
 
 
 def settle_args(o: Outcome, recorded: bool = False) -> tuple[Any, ...]:

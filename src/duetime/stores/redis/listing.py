@@ -7,10 +7,11 @@ from __future__ import annotations
 from redis.asyncio import Redis
 
 from duetime.stores import wire
-from duetime.stores.base import STATES, State, StoredRun, StoredTask
+from duetime.stores.base import STATES, State, StoredTask
+from duetime.stores.history import Newest
 from duetime.stores.redis.codec import entry_runs
 from duetime.stores.redis.keys import PREFIX, TypeKeys, parse_lease
-from duetime.stores.runs import Newest
+from duetime.stores.runs import StoredRun
 from duetime.stores.wire import stored_task
 
 #: Keys SCAN asks each server to look at per call: fewer round trips than its default 10.
@@ -52,7 +53,7 @@ async def runs(
     client: Redis, key: str, task_id: str | None, limit: int, since_ms: int | None
 ) -> list[StoredRun]:
     """The newest runs of a history stream (see ``RunHistory.runs`` and the preamble of the
-    scripts), read newest first in pages of RUNS_PAGE entries (``stores.runs.Newest``)."""
+    scripts), read newest first in pages of RUNS_PAGE entries (``stores.history.Newest``)."""
     newest = Newest(task_id, limit, since_ms)
     high = "+"
     while True:

@@ -19,9 +19,7 @@ from duetime.stores.base import (
     ClaimBatch,
     NewTask,
     Outcome,
-    RunLog,
     State,
-    StoredRun,
     StoredTask,
     WakeCallback,
     new_claim,
@@ -29,13 +27,7 @@ from duetime.stores.base import (
 from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
-from duetime.stores.redis.codec import (
-    SCHEDULE_CHUNK,
-    batch_args,
-    inspected,
-    log_args,
-    settle_args,
-)
+from duetime.stores.redis.codec import SCHEDULE_CHUNK, inspected, log_args, settle_ops
 from duetime.stores.redis.connection import (
     DRIVER_ERRORS,
     RedisConfig,
@@ -53,6 +45,7 @@ from duetime.stores.redis.keys import (
 )
 from duetime.stores.redis.server import eviction_problems, open_server
 from duetime.stores.redis.telemetry import RedisTelemetry
+from duetime.stores.runs import RunLog, StoredRun
 from duetime.stores.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -291,27 +284,17 @@ class RedisStore(RedisCapabilities):
             head += ("log", *log_args(record))
         for start in range(0, len(outcomes), SETTLE_CHUNK):
             chunk = outcomes[start : start + SETTLE_CHUNK]
-            # Plain completions go first, in one argument (and those recorded as done, in
-            # another); the script answers in the order it was given, and the answers are
-            # put back in the order of the outcomes.
-            plain, ran, rest = _split(chunk, record is not None)
-            args = list(head)
-            if plain:
-                args += ("done*", "\n".join([f"{o.claim.token}|{o.claim.id}" for o in plain]))
-            if ran:
-                args += ("ran*", *batch_args(ran, now_ms))
-            for o in rest:
-                args += settle_args(o, record is not None)
+            ops, order = settle_ops(chunk, record is not None, now_ms)
             # A call key of its own: a resend finds the reply of the first send, and does
             # not take the outcomes that send kept for lost leases.
             keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
             if record is not None:
                 keys += (k.runs, k.tally)
-            reply = await self._run("settle", keys, args)
-            if len(plain) == len(chunk) or len(ran) == len(chunk):
-                kept += [answer == 1 for answer in reply]  # in the outcomes' order
+            reply = await self._run("settle", keys, [*head, *ops])
+            if order is None:  # the answers are in the outcomes' order
+                kept += [answer == 1 for answer in reply]
                 continue
-            answers = dict(zip(map(id, plain + ran + rest), reply, strict=True))
+            answers = dict(zip(map(id, order), reply, strict=True))
             kept += (answers[id(o)] == 1 for o in chunk)
         return kept
 
@@ -385,25 +368,3 @@ class RedisStore(RedisCapabilities):
                 client, self.config.namespace, self._claimed, self._more_claimed, on_wake
             )
         await wake.listen(self._pubsub_connect, self._channel, on_wake)
-
-
-def _split(chunk: Sequence[Outcome], recorded: bool) -> tuple[list[Outcome], ...]:
-    """The outcomes of a settle call as it sends them: plain completions without a run to
-    record (``done*``), plain completions recorded as done (``ran*``), the rest (one by one:
-    an id holding a newline is sent so too). By index: a named tuple's fields cost a call,
-    and this looks at every task."""
-    plain: list[Outcome] = []
-    ran: list[Outcome] = []
-    rest: list[Outcome] = []
-    for o in chunk:  # o: op, claim, due, record, error, dead_id, dead_record, spawn, note
-        if o[0] != "done" or o[5] or o[7] is not None or "\n" in o[1][0]:
-            rest.append(o)
-            continue
-        n = o[8]  # started, finished, attempt, occurrence, outcome, error, trace
-        if n is None or not recorded:
-            plain.append(o)
-        elif n[4] == "done" and not n[5] and not n[6]:
-            ran.append(o)
-        else:
-            rest.append(o)
-    return plain, ran, rest

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from duetime.stores import wire
-from duetime.stores.base import Claim, ClaimBatch, Outcome, RunLog, RunNote, StoredRun
-from duetime.stores.runs import Newest, crashed, is_plain, pack, row_runs
+from duetime.stores.base import Claim, ClaimBatch, Outcome
+from duetime.stores.history import Newest, crashed, is_plain, pack, row_runs
+from duetime.stores.runs import RunLog, RunNote, StoredRun
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
 

@@ -15,14 +15,13 @@ from duetime.stores.base import (
     ClaimBatch,
     NewTask,
     Outcome,
-    RunLog,
     State,
-    StoredRun,
     StoredTask,
     WakeCallback,
     check_claim_arguments,
 )
-from duetime.stores.runs import check_log
+from duetime.stores.history import check_log
+from duetime.stores.runs import RunLog, StoredRun
 from duetime.stores.sqlite import leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database, map_error

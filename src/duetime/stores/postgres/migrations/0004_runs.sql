@@ -3,7 +3,7 @@
 -- runs: the finished runs of a queue (attempts done, failed, dead or aborted), written by
 -- the settles in their own statements (and after the claims that reap expired leases),
 -- and trimmed there. A row holds either the plain completions of one settle (batch: a line
--- each, see stores/runs.py; base_ms the settle's time), so that a busy worker writes one
+-- each, see stores/history.py; base_ms the settle's time), so that a busy worker writes one
 -- row per settle, or one run (batch NULL; base_ms when it finished): its task id, the
 -- occurrence it ran (ms), which attempt it was, when its handler started (NULL when none
 -- did, or when that is unknown: a run whose lease expired), how it ended, its error and

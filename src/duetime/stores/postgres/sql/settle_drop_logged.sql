@@ -1,6 +1,6 @@
 -- settle_drop_logged: settle_drop.sql, with the runs of the outcomes it keeps recorded in
 -- the type's history as one row (a batch: their lines, in the order given; see
--- stores/runs.py), and the history trimmed, in the same statement: by age, and to the rows
+-- stores/history.py), and the history trimmed, in the same statement: by age, and to the rows
 -- holding its newest %(keep)s runs (the trims see the history as it was before this
 -- statement; the new row is the newest). An outcome without a line is settled and not
 -- recorded.

@@ -3,7 +3,7 @@
 -- duetime_runs: the finished runs of a queue (attempts done, failed, dead or aborted),
 -- written by the settles (and the claims that reap expired leases) in their own
 -- transactions, and trimmed there. A row holds either the plain completions of one settle
--- (batch: a line each, see stores/runs.py; base_ms the settle's time), so that a busy
+-- (batch: a line each, see stores/history.py; base_ms the settle's time), so that a busy
 -- worker writes one row per settle, or one run (batch NULL; base_ms when it finished): its
 -- task id, the occurrence it ran (ms), which attempt it was, when its handler started (NULL
 -- when none did, or when that is unknown: a run whose lease expired), how it ended, its
