@@ -135,7 +135,7 @@ class Executor:
                     return await job.failed(exc, occurrence, None, None)
                 if task_type.name in self.noted:  # the run history's note, made at once
                     ended = int(self.clock.now())
-                    return done_run(claim, run.fired_ms, ended, ctx.attempt, occurrence)
+                    return done_run(claim, run.fired_ms, ended, ctx[3], occurrence)  # attempt
                 return done(claim)
             job = _Job(self, task_type, time_limit, run, record)
             if trigger is None:
