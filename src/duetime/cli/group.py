@@ -58,6 +58,7 @@ for command in (
     tasks.show,
     tasks.cancel,
     tasks.retry,
+    tasks.run_now,
     tasks.list_tasks,
     cron.cron_list,
     operate.stats,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ import click
 
 from duetime.clock import epoch_ms
 from duetime.features.cron.manage import CronInfo
+from duetime.interval import CalendarInterval
 from duetime.model import TaskInfo
 
 #: Exit codes: the command did what was asked; it failed (the store cannot be reached, or
@@ -60,8 +62,12 @@ def times(name: str, moment: datetime | None) -> dict[str, Any]:
     return {name: when(moment), f"{name}_ms": epoch_ms(moment)}
 
 
-def _seconds(span: timedelta | None) -> float | None:
-    return None if span is None else span.total_seconds()
+def _seconds(span: object) -> float | None:
+    return span.total_seconds() if isinstance(span, timedelta) else None
+
+
+def _calendar(span: object) -> dict[str, Any] | None:
+    return dataclasses.asdict(span) if isinstance(span, CalendarInterval) else None
 
 
 def task_doc(info: TaskInfo) -> dict[str, Any]:
@@ -74,6 +80,7 @@ def task_doc(info: TaskInfo) -> dict[str, Any]:
         "attempts": info.attempts,
         "error": info.error,
         "every_s": _seconds(info.every),
+        "every_calendar": _calendar(info.every),
         **times("until", info.until),
         **times("lease_expires", info.lease_expires),
         "payload": info.payload,
