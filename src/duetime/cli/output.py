@@ -109,9 +109,12 @@ def no_task(task_type: str, task_id: str) -> NotFoundExit:
 
 
 def cron_state(info: CronInfo) -> str:
-    """``paused``, ``active``, or ``declared, not yet stored``."""
+    """``paused``, ``finished`` (past its end or limit), ``active``, or ``declared, not
+    yet stored``."""
     if info.paused:
         return "paused"
+    if info.finished:
+        return "finished"
     return "active" if info.stored else "declared, not yet stored"
 
 
@@ -129,6 +132,12 @@ def cron_doc(info: CronInfo, upcoming: list[datetime]) -> dict[str, Any]:
         "overlap": info.overlap,
         "missed_count": info.missed_count,
         "skipped_count": info.skipped_count,
+        "finished": info.finished,
+        **times("start", info.start),
+        **times("end", info.end),
+        "limit": info.limit,
+        "run_count": info.run_count,
+        "grace_s": info.grace.total_seconds(),
         "payload": info.payload,
         "next": [when(m) for m in upcoming],
         "next_ms": [epoch_ms(m) for m in upcoming],
@@ -137,10 +146,19 @@ def cron_doc(info: CronInfo, upcoming: list[datetime]) -> dict[str, Any]:
 
 def cron_lines(info: CronInfo, upcoming: list[datetime]) -> Iterator[str]:
     """One cron schedule as ``cron`` prints it: a line, then one per next run."""
+    bounds = "".join(
+        f" {label}={value}"
+        for label, value in (
+            ("start", info.start and info.start.isoformat()),
+            ("end", info.end and info.end.isoformat()),
+            ("limit", info.limit),
+        )
+        if value is not None
+    )
     yield (
         f"{info.name}\t{info.task_type}\t{info.expression} ({info.tz})\t{cron_state(info)}\t"
-        f"missed={info.missed} overlap={info.overlap}\t"
-        f"missed {info.missed_count}, skipped {info.skipped_count}"
+        f"missed={info.missed} overlap={info.overlap}{bounds}\t"
+        f"missed {info.missed_count}, skipped {info.skipped_count}, ran {info.run_count}"
     )
     for moment in upcoming:
         yield f"    next: {moment.isoformat()}"
