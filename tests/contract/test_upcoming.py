@@ -188,3 +188,31 @@ async def test_a_bad_limit_or_interval_is_refused_and_nothing_is_written(
         await app.schedule("mail", "bad", **given)
     assert caught.value.field == field
     assert await app.get("mail", "bad") is None
+
+
+async def test_a_failed_calendar_occurrence_is_filed_under_its_id_and_counts_toward_the_limit(
+    store_url: str, namespace: str
+) -> None:
+    app = duetime.App(namespace=namespace)
+    dues: list[datetime] = []
+
+    @app.task("reminder", retries=0)
+    async def reminder(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        dues.append(ctx.due)
+        if len(dues) == 1:
+            raise RuntimeError("the first one fails")
+
+    first = datetime(2031, 1, 31, 9, 0, tzinfo=MADRID)
+    monthly = duetime.CalendarInterval(months=1, tz="Europe/Madrid")
+    async with harness(app, url=store_url, start=first) as h:
+        await app.schedule("reminder", "s", at=first, every=monthly, limit=2)
+        await h.run_due()
+        dead = await app.list("reminder", "dead")
+        upcoming = await app.next_occurrences("reminder", "s", 5)
+        h.advance(datetime(2031, 2, 28, 9, 0, tzinfo=MADRID) - h.now)
+        await h.run_due()
+        ended = await app.get("reminder", "s")
+
+    assert [d.task_id for d in dead] == [f"s@{epoch_ms(first)}"]
+    assert upcoming == [datetime(2031, 2, 28, 9, 0, tzinfo=MADRID)]  # one left of two
+    assert dues == [first, upcoming[0]] and ended is None
