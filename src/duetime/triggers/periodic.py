@@ -4,7 +4,8 @@
 Stored as the record fields ``"e"`` (the period, ms) and ``"u"`` (the last due time, ms);
 a calendar interval adds ``"k"`` (its counts and zone, and ``"a"``: the wall-clock time of
 the first occurrence, ``"2031-01-05T09:00:00"``, that the steps count from, so every worker
-and every restart computes the same occurrences); a limit adds ``"n"`` (the limit) and
+and every restart computes the same occurrences; a reschedule hook that moves an
+occurrence moves it there); a limit adds ``"n"`` (the limit) and
 ``"r"`` (the occurrences that ran so far). The record's occurrence (``"o"``) is the one the
 task waits for.
 """

@@ -178,8 +178,8 @@ class NamedTriggers:
     async def hand_off(self, name: str, occurrence_ms: int, due_ms: int) -> str:
         """Write the occurrence at ``occurrence_ms`` of the trigger ``name`` as a task of its
         own, due at ``due_ms``, with the trigger's payload, under ``"<name>@<occurrence
-        ms>"``: what a worker writes for a cron tick with overlap "allow". One handed off
-        already, and not over yet, is left as it is. Returns its id.
+        ms>"``: what a worker writes for a cron tick with overlap "allow". A task of that
+        id already in the store (due, running or dead) is left as it is. Returns its id.
 
         Raises:
             ScheduleNotFound: it is neither in the store (readable) nor declared.
