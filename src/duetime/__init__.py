@@ -35,6 +35,7 @@ from duetime.features.expiring.group import ExpiringGroup
 from duetime.features.pollers.events import ErrorEvent, PollerEvents, TaskEvent
 from duetime.features.pollers.poller import PollContext, Poller
 from duetime.features.telemetry import MinuteCounts, TypeHistory, WorkerInfo
+from duetime.interval import CalendarInterval
 from duetime.model import Backoff, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.sync import SyncClient
 from duetime.tasktype import TaskType
@@ -49,6 +50,7 @@ __all__ = [
     "App",
     "Backoff",
     "BulkIncomplete",
+    "CalendarInterval",
     "Client",
     "ClientClosed",
     "Clock",

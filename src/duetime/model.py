@@ -8,6 +8,7 @@ from typing import Any, Literal, TypedDict, Unpack
 
 from duetime.backoff import backoff_delay
 from duetime.errors import ValidationError
+from duetime.interval import CalendarInterval
 from duetime.validate import as_timedelta, check_int, duration_ms
 
 Delivery = Literal["at_least_once", "at_most_once"]
@@ -203,8 +204,9 @@ class Task:
     at: datetime | None = None
     delay: timedelta | None = None
     payload: dict[str, Any] | None = None
-    every: timedelta | None = None
+    every: timedelta | CalendarInterval | None = None
     until: datetime | None = None
+    limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +251,7 @@ class TaskInfo:
     state: str
     due: datetime | None
     payload: dict[str, Any] | None
-    every: timedelta | None
+    every: timedelta | CalendarInterval | None
     until: datetime | None
     attempts: int
     error: str | None

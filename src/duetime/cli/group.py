@@ -58,11 +58,15 @@ for command in (
     tasks.show,
     tasks.cancel,
     tasks.retry,
+    tasks.run_now,
     tasks.list_tasks,
-    cron.cron_list,
+    cron.cron,
     operate.stats,
     operate.workers,
     dashboard.dashboard,
 ):
     command.params.append(log_level_option())
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            sub.params.append(log_level_option())
     main.add_command(command)

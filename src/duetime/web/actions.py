@@ -61,6 +61,12 @@ async def resume_cron(app: App, request: Request) -> str:
     return f"cron schedule {name} resumed"
 
 
+async def trigger_cron(app: App, request: Request) -> str:
+    name = _param(request, "name")
+    task_id = await app.trigger_cron(name)
+    return f"cron schedule {name} runs now, as {task_id}"
+
+
 ACTIONS: dict[str, Action] = {
     "retry": retry,
     "delete": delete,
@@ -68,6 +74,7 @@ ACTIONS: dict[str, Action] = {
     "delete-dead": delete_dead,
     "pause-cron": pause_cron,
     "resume-cron": resume_cron,
+    "trigger-cron": trigger_cron,
 }
 
 
