@@ -208,8 +208,6 @@ class Client(ProducerCalls, CronCalls):
             await clock.sync()
         return clock.now_ms()
 
-    # -- producing ----------------------------------------------------------------------
-
     async def cancel(self, task_type: str, task_id: str) -> bool:
         """Cancel a task, due, dead or running. Returns whether it existed.
 

@@ -11,6 +11,9 @@ from duetime.errors import ValidationError
 from duetime.validate import as_timedelta, check_int, duration_ms
 
 Delivery = Literal["at_least_once", "at_most_once"]
+#: What scheduling an id does when a task with that id is pending (waits or runs): see
+#: :meth:`App.schedule`.
+IfExists = Literal["replace", "keep", "merge"]
 
 #: Defaults of a task type. The lease is how long a claimed task stays with its worker
 #: without a renewal (renewals come every third of it), so it bounds how soon a crashed
@@ -205,6 +208,8 @@ class Task:
     payload: dict[str, Any] | None = None
     every: timedelta | None = None
     until: datetime | None = None
+    if_exists: IfExists = "replace"
+    unique_for: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from duetime.errors import ValidationError
 from duetime.model import Task
 from duetime.record import Record
 from duetime.stores.base import NewTask
+from duetime.stores.conditional import MODES
 from duetime.triggers.periodic import Periodic
 from duetime.validate import check_id, duration_ms, encode_payload, to_ms
 
@@ -42,4 +43,17 @@ def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
         if until < due:
             raise ValidationError("until", "is before the first due time")
     trigger = None if every is None else Periodic(every, until)
-    return NewTask(task.task_id, due, Record(payload, trigger).encode())
+    record = Record(payload, trigger, unique_ms=unique_ms(task))
+    return NewTask(task.task_id, due, record.encode())
+
+
+def unique_ms(task: Task) -> int:
+    """The task's ``unique_for`` in whole ms (0 for none), once its ``if_exists`` and
+    ``unique_for`` are checked.
+
+    Raises:
+        ValidationError: naming the bad field.
+    """
+    if task.if_exists not in MODES:
+        raise ValidationError("if_exists", "must be 'replace', 'keep' or 'merge'")
+    return 0 if task.unique_for is None else duration_ms("unique_for", task.unique_for)

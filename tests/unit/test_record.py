@@ -113,3 +113,10 @@ def test_the_mark_of_unique_for_round_trips_last_and_only_when_set() -> None:
     with pytest.raises(SchemaError, match="field 'q'"):
         Record.decode('{"p":{},"q":-1}')
 
+
+def test_a_task_with_unique_for_is_written_with_its_mark() -> None:
+    from datetime import timedelta
+
+    task = Task("t", "a", payload={"v": 1}, unique_for=timedelta(hours=1))
+    assert new_task(task, 1000, 1024).record == '{"p":{"v":1},"q":3600000}'
+    assert new_task(Task("t", "a", payload={"v": 1}), 1000, 1024).record == '{"p":{"v":1}}'
