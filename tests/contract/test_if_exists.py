@@ -11,8 +11,6 @@ import pytest
 
 import duetime
 from duetime.stores.base import NewTask, Store
-from duetime.stores.capabilities import CONDITIONAL, use
-from duetime.stores.conditional import Answer, Condition
 from tests.helpers import count_is, eventually, has_state, is_gone, running
 
 AT = datetime(2031, 5, 4, 9, 30, tzinfo=UTC)
@@ -165,6 +163,9 @@ async def test_the_store_writes_a_merge_only_over_the_task_it_was_made_from(
 ) -> None:
     """The compare-and-set under a merge: a record made from a pending task that has
     changed since is not written, and the store answers with the task pending now."""
+    from duetime.stores.capabilities import CONDITIONAL, use
+    from duetime.stores.conditional import Answer, Condition
+
     conditional = use(store, CONDITIONAL)
     await app.schedule("mail", "m1", at=AT, payload={"v": 1})
     due, now = int(AT.timestamp() * 1000), await app.now_ms()
