@@ -115,12 +115,31 @@ def warn_no_worker(app: App) -> None:
 @click.argument("task_type")
 @click.argument("task_id")
 @task_options
-def schedule(task_type: str, task_id: str, **options: Any) -> None:
+@click.option(
+    "--if-exists",
+    type=click.Choice(["replace", "keep", "merge"]),
+    default="replace",
+    show_default=True,
+    help="When a task with the id is pending: replace it, keep it as it is, or merge the "
+    "payload into its payload (moving it only with --at or --delay).",
+)
+@click.option(
+    "--unique-for",
+    type=Seconds(),
+    help="Schedule nothing when a run of it finished less than this long ago (a duration, "
+    "as --delay).",
+)
+def schedule(
+    task_type: str, task_id: str, if_exists: str, unique_for: float | None, **options: Any
+) -> None:
     """Schedule (or move) a task."""
     target = Target.from_options(options)
     fields = task_fields(**options)
+    fields["if_exists"] = if_exists
+    if unique_for is not None:
+        fields["unique_for"] = timedelta(seconds=unique_for)
 
-    async def call() -> tuple[datetime, bool]:
+    async def call() -> tuple[datetime | None, bool]:
         await target.adopt(task_type)
         due = await target.app.schedule(task_type, task_id, **fields)
         return due, await worker_seen(target.app)
@@ -128,6 +147,8 @@ def schedule(task_type: str, task_id: str, **options: Any) -> None:
     due, seen = target.run(call)
     if target.as_json:
         emit({"type": task_type, "id": task_id, **times("due", due)})
+    elif due is None:
+        echo(f"{task_type}/{task_id} not scheduled: a run of it finished within --unique-for")
     else:
         echo(f"{task_type}/{task_id} due {when(due)}")
     if not seen:

@@ -43,7 +43,8 @@ from duetime.stores.base import (
     StoredTask,
     WakeCallback,
 )
-from duetime.stores.capabilities import ENTRIES, KEY_EVENTS, use
+from duetime.stores.capabilities import CONDITIONAL, ENTRIES, KEY_EVENTS, use
+from duetime.stores.conditional import Answer, Condition
 from duetime.validate import MAX_PARTITIONS
 
 T = TypeVar("T")
@@ -161,6 +162,28 @@ class PartitionedStore:
         except LeaseLost as exc:  # named by the type, not by its partition
             raise LeaseLost(task_type, exc.token, exc.detail) from exc
         return [task_id for ids in taken for task_id in ids]
+
+    async def schedule_if(
+        self, task_type: str, tasks: Sequence[Condition], now_ms: int
+    ) -> list[Answer]:
+        """Each task written on its conditions in its partition, where what its id holds
+        (its pending task, its finishes) lives."""
+        inner = use(self.inner, CONDITIONAL)
+        groups = await self._spread(task_type, tasks, lambda c: c.task.id)
+        if groups is None:
+            return await inner.schedule_if(task_type, tasks, now_ms)
+        parts = list(groups.items())
+        got = await asyncio.gather(
+            *(
+                inner.schedule_if(part_name(task_type, p), [c for _, c in g], now_ms)
+                for p, g in parts
+            )
+        )
+        answers: list[Answer | None] = [None] * len(tasks)
+        for (_, group), part_answers in zip(parts, got, strict=True):
+            for (place, _), answer in zip(group, part_answers, strict=True):
+                answers[place] = answer
+        return [a for a in answers if a is not None]
 
     async def raise_fence(self, task_type: str, token: int) -> bool:
         """Raise the fence of every partition (the token is not a token of the type's own,

@@ -83,14 +83,15 @@ class Outcome(NamedTuple):
     dead_id: str = ""
     dead_record: str = ""
     spawn: NewTask | None = None
+    unique_ms: int = 0
 
 
 _new = tuple.__new__
 
 
-def done(claim: Claim) -> Outcome:
+def done(claim: Claim, unique_ms: int = 0) -> Outcome:
     """``Outcome("done", claim)``, built the cheapest way: it ends almost every run."""
-    return _new(Outcome, ("done", claim, None, "", "", "", "", None))
+    return _new(Outcome, ("done", claim, None, "", "", "", "", None, unique_ms))
 
 
 def new_claim(task_id: str, token: int, stalls: int, due_ms: int, record: str) -> Claim:
@@ -275,7 +276,11 @@ class Store(Protocol):
         stays cancelled. ``dead_id`` also files a dead letter under that id with
         ``dead_record`` and ``error``. ``spawn`` also schedules a new task of the type (a
         cron tick handed off to run on its own). Stall counts and errors go with done and
-        next.
+        next. ``unique_ms`` (of a done or dead outcome kept: the run of a task scheduled
+        with ``unique_for``) also remembers, for that long, that the task finished now, for
+        a store with :data:`~duetime.stores.capabilities.CONDITIONAL` (see
+        :meth:`~duetime.stores.capabilities.ConditionalSchedule.schedule_if`); a store
+        without it ignores it.
         """
         ...
 

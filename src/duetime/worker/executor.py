@@ -125,7 +125,7 @@ class Executor:
                     job = _Job(self, task_type, time_limit, run, record)
                     job.context = ctx
                     return await job.failed(exc, occurrence, None, None)
-                return done(claim)
+                return done(claim, record.unique_ms)
             job = _Job(self, task_type, time_limit, run, record)
             if trigger is None:
                 return await run_once(job)
@@ -140,21 +140,27 @@ class Executor:
             )
             filed = replace(record, traceback=outcome.trace(exc, internal=True)).encode()
             reason = f"internal error: {outcome.describe(exc)}"
-            return self._dead(task_type.name, claim, reason, filed)
+            return self._dead(task_type.name, claim, reason, filed, record.unique_ms)
 
     def _corrupt(self, task_type: str, claim: Claim, what: str, exc: SchemaError) -> Outcome:
         log.error("%s/%s: %s, sent to the dead letters: %s", task_type, _shown(claim.id), what, exc)
         return self._dead(task_type, claim, f"{what}: {exc}")
 
     def _dead(
-        self, task_type: str, claim: Claim, reason: str, record: str | None = None
+        self,
+        task_type: str,
+        claim: Claim,
+        reason: str,
+        record: str | None = None,
+        unique_ms: int = 0,
     ) -> Outcome:
         """The task to the dead letters with ``reason``, and ``record`` or the one the store
         holds."""
         if self.events.wants("dead_lettered"):
             event = WorkerEvent("dead_lettered", task_type, claim.id, claim.due_ms, error=reason)
             self.events.emit(event)
-        return Outcome("dead", claim, None, claim.record if record is None else record, reason)
+        filed = claim.record if record is None else record
+        return Outcome("dead", claim, None, filed, reason, unique_ms=unique_ms)
 
 
 def _context(
@@ -276,7 +282,7 @@ class _Job:
         spawn = None
         if hand_off_ms is not None:
             spawn = outcome.hand_off(self.claim, self.record, hand_off_ms, self.now_ms())
-        return outcome.success(self.claim, following, spawn)
+        return outcome.success(self.claim, following, spawn, self.record.unique_ms)
 
     async def failed(
         self, error: Exception, occurrence_ms: int, state: Trigger | None, follow: Follow | None

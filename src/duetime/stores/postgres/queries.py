@@ -54,6 +54,12 @@ class Queries:
     live_workers: bytes
     add_counts: bytes
     read_counts: bytes
+    pending: bytes
+    merge_into: bytes
+    insert_free: bytes
+    finished_at: bytes
+    mark_finished: bytes
+    trim_finished: bytes
 
 
 def strip(text: str) -> bytes:

@@ -17,7 +17,8 @@ from duetime.stores.base import (
     WakeCallback,
     check_claim_arguments,
 )
-from duetime.stores.postgres import leases, ops, wake
+from duetime.stores.conditional import Answer, Condition, check_conditions
+from duetime.stores.postgres import conditional, leases, ops, wake
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
 from duetime.stores.postgres.connection import Conn, Database, read_settings
 from duetime.stores.postgres.queries import Q
@@ -134,6 +135,19 @@ class PostgresStore:
         q = self._queues
         return await self._run(
             "schedule", lambda c: ops.schedule(c, q, task_type, unique, only_new, fence)
+        )
+
+    async def schedule_if(
+        self, task_type: str, tasks: Sequence[Condition], now_ms: int
+    ) -> list[Answer]:
+        """Write tasks on their conditions in one transaction (see
+        ``ConditionalSchedule.schedule_if``)."""
+        if not tasks:
+            return []
+        check_conditions(tasks)
+        q = self._queues
+        return await self._run(
+            "schedule_if", lambda c: conditional.schedule_if(c, q, task_type, tasks, now_ms)
         )
 
     async def raise_fence(self, task_type: str, token: int) -> bool:

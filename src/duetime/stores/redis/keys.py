@@ -28,6 +28,9 @@ Redis Cluster slot and one script may touch them all::
                                       into a task of the type: the workers that all heard
                                       the event make one task
 
+    duetime:{ns:type}:finished:<id>  STRING  when a run of a task scheduled with unique_for
+                                      finished (ms), for that window (it expires then)
+
     duetime:{ns}:crons          HASH  cron schedule name -> the task type it lives in
     duetime:{ns}:workers        HASH  worker id -> its heartbeat record (JSON)
     duetime:{ns}:workers:until  ZSET  worker id -> when its record lapses (ms)
@@ -80,6 +83,12 @@ def event_key(keys: TypeKeys, event: str) -> str:
     """The key that remembers, for a while, that an event was turned into a task of the
     type (so that the workers that all heard it make one task), in the type's slot."""
     return keys.seq[: -len("seq")] + "event:" + event
+
+
+def finished_key(keys: TypeKeys, task_id: str) -> str:
+    """The key that remembers, for a task scheduled with ``unique_for``, when its last run
+    finished, in the type's slot."""
+    return keys.seq[: -len("seq")] + "finished:" + task_id
 
 
 def keyevent_channel(db: int) -> str:

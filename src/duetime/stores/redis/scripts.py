@@ -41,6 +41,7 @@ except ImportError:  # pragma: no cover - hiredis comes with redis[hiredis]
 _PREAMBLE = "_preamble.lua"
 NAMES = (
     "schedule",
+    "schedule_if",
     "raise_fence",
     "claim_due",
     "settle",

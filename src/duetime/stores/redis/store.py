@@ -39,6 +39,7 @@ from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,
     call_key,
+    finished_key,
     shard_wake_channel,
     type_keys,
     wake_channel,
@@ -272,20 +273,25 @@ class RedisStore(RedisCapabilities):
             chunk = outcomes[start : start + SETTLE_CHUNK]
             # Plain completions go first, in one argument; the script answers in the order
             # it was given, and the answers are put back in the order of the outcomes.
-            done = [o for o in chunk if o.op == "done" and not o.dead_id and o.spawn is None]
+            done = [
+                o for o in chunk if o.op == "done" and not (o.dead_id or o.spawn or o.unique_ms)
+            ]
             lines = "\n".join([f"{o.claim.token}|{o.claim.id}" for o in done])
             args: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
             # One newline per line but the last, or an id holds one: sent one by one then.
             if done and lines.count("\n") == len(done) - 1:
-                rest = [o for o in chunk if o.op != "done" or o.dead_id or o.spawn is not None]
+                rest = [o for o in chunk if o.op != "done" or o.dead_id or o.spawn or o.unique_ms]
                 args += ("done*", lines)
             else:
                 done, rest = [], list(chunk)
-            for o in rest:
-                args += settle_args(o)
             # A call key of its own: a resend finds the reply of the first send, and does
             # not take the outcomes that send kept for lost leases.
             keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
+            for o in rest:
+                args += settle_args(o)
+                if o.unique_ms and o.op in ("done", "dead"):  # remembered for unique_for
+                    keys.append(finished_key(k, o.claim.id))
+                    args += ("finish", len(keys), o.unique_ms)
             reply = await self._run("settle", keys, args)
             if not rest:  # all plain completions: the answers are in the outcomes' order
                 kept += [answer == 1 for answer in reply]

@@ -60,6 +60,11 @@ class Queries:
     drop_counts: str
     read_counts: str
     task_types: str
+    pending: str
+    merge_into: str
+    finished_at: str
+    mark_finished: str
+    trim_finished: str
 
 
 Q = load_statements("duetime.stores.sqlite", Queries, str.strip)

@@ -20,7 +20,8 @@ from duetime.stores.base import (
     WakeCallback,
     check_claim_arguments,
 )
-from duetime.stores.sqlite import leases, ops, wake
+from duetime.stores.conditional import Answer, Condition, check_conditions
+from duetime.stores.sqlite import conditional, leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database, map_error
 from duetime.stores.sqlite.telemetry import SqliteTelemetry
@@ -275,6 +276,22 @@ class SqliteStore:
         if not claims:
             return []
         return await self._write("extend", ops.extend, self._queues, task_type, claims, deadline_ms)
+
+    # -- writes on conditions ---------------------------------------------------------------
+
+    async def schedule_if(
+        self, task_type: str, tasks: Sequence[Condition], now_ms: int
+    ) -> list[Answer]:
+        """Write tasks on their conditions in one transaction (see
+        ``ConditionalSchedule.schedule_if``)."""
+        if not tasks:
+            return []
+        check_conditions(tasks)
+        answers, wakes = await self._write(
+            "schedule_if", conditional.schedule_if, self._queues, task_type, tasks, now_ms
+        )
+        wake.notify(self._key, self.config.namespace, wakes)
+        return answers
 
     # -- expiring entries -----------------------------------------------------------------
 
