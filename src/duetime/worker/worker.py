@@ -22,6 +22,7 @@ from duetime.errors import UnknownTaskType, ValidationError
 from duetime.events import Events, Listener, WorkerEvent
 from duetime.features.base import WorkerRun
 from duetime.stores.base import Store
+from duetime.worker.abort import AbortWatch
 from duetime.worker.burst import Burst, run_burst
 from duetime.worker.executor import Executor
 from duetime.worker.failures import log_store_failure
@@ -130,6 +131,7 @@ class Worker:
                 raise ValidationError("types", f"{name!r} is declared without a handler")
             self._runners[name] = TypeRunner(task_type)
         self.grace = grace
+        self._aborts = AbortWatch(list(self._runners.values()), grace)
         self.started = asyncio.Event()
 
     @property
@@ -246,6 +248,7 @@ class Worker:
             pool=pool,
             events=events,
             app=cast("Client", app),  # handed to handlers in their Context, nothing else
+            grace=self.grace,
         )
         outbox = Outbox(clock, events)
         for runner in runners:
@@ -281,6 +284,7 @@ class Worker:
         async with asyncio.TaskGroup() as group:
             helpers = [
                 group.create_task(renew_loop(store, runners, clock)),
+                group.create_task(self._aborts.loop(store)),
                 group.create_task(_upkeep_loop(store, clock)),
             ]
             if self.burst is None:  # a burst settles and claims as runs end: no wake-ups
@@ -309,6 +313,8 @@ class Worker:
             raise failure
 
     def _on_wake(self, task_type: str, due_ms: int) -> None:
+        if self._aborts.on_wake(task_type, due_ms):  # an abort signal, not a wake-up
+            return
         if task_type == "*":
             for runner in self._runners.values():
                 runner.signal.set()
