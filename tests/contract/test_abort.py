@@ -202,3 +202,38 @@ async def test_marking_a_run_signals_the_workers_of_its_type(
 
 async def _gone(app: duetime.App, task_type: str, task_id: str) -> bool:
     return await app.get(task_type, task_id) is None
+
+
+async def test_an_aborted_tick_of_a_cron_schedule_ends_and_the_schedule_goes_on(
+    app: duetime.App,
+) -> None:
+    ticks: list[str] = []
+
+    @app.cron("* * * * * *", name="report", timeout=120)
+    async def report(ctx: duetime.Context) -> None:
+        ticks.append(ctx.occurrence)
+        await asyncio.sleep(60 if len(ticks) == 1 else 0)
+
+    async with running(app):
+        await eventually(lambda: bool(ticks), within=10, what="the first tick runs")
+        assert await app.abort("report", "report") == "aborted"
+        await eventually(lambda: len(ticks) >= 2, within=3, what="the next tick runs")
+    assert [c.name for c in await app.crons()] == ["report"]
+    assert (await app.counts("report"))["dead"] == 0
+
+
+async def test_a_handed_off_tick_is_aborted_by_its_occurrence_id(app: duetime.App) -> None:
+    ticks: list[str] = []
+
+    @app.task("buildReport")
+    async def build_report(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        ticks.append(ctx.occurrence)
+        await asyncio.sleep(60 if len(ticks) == 1 else 0)
+
+    await app.add_cron("report", "* * * * * *", task="buildReport", overlap="allow")
+    async with running(app):
+        await eventually(lambda: bool(ticks), within=10, what="the first tick runs")
+        assert await app.abort("buildReport", ticks[0]) == "aborted"
+        await eventually(lambda: _gone(app, "buildReport", ticks[0]), within=3, what="it ends")
+        await app.pause_cron("report")
+    assert [c.name for c in await app.crons()] == ["report"]
