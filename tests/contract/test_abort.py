@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import duetime
+from duetime.partitions.layout import partition_of
 from duetime.stores.base import ABORT_WAKE_MS, NewTask
 from tests.helpers import eventually, record_text, running
 
@@ -237,3 +238,55 @@ async def test_a_handed_off_tick_is_aborted_by_its_occurrence_id(app: duetime.Ap
         await eventually(lambda: _gone(app, "buildReport", ticks[0]), within=3, what="it ends")
         await app.pause_cron("report")
     assert [c.name for c in await app.crons()] == ["report"]
+
+
+async def test_a_task_of_a_partitioned_type_is_aborted_in_its_partition(
+    app: duetime.App,
+) -> None:
+    started: list[str] = []
+    cleaned: list[str] = []
+
+    @app.task("spread", partitions=3, concurrency=4)
+    async def spread(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        started.append(ctx.task_id)
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cleaned.append(ctx.task_id)
+            raise
+
+    ids = [f"p{n}" for n in range(3)]
+    assert len({partition_of(i, 3) for i in ids}) > 1  # in more than one partition
+    for task_id in ids:
+        await app.schedule("spread", task_id)
+    async with running(app, grace=0.2):
+        await eventually(lambda: len(started) == 3, within=10, what="every handler starts")
+        for task_id in ids[:2]:
+            assert await app.abort("spread", task_id) == "aborted"
+        await eventually(lambda: sorted(cleaned) == ids[:2], within=2, what="two cancelled")
+        assert (await app.counts("spread"))["running"] == 1  # the third runs on
+
+
+async def test_a_handler_that_swallows_the_cancellation_still_ends_as_aborted(
+    app: duetime.App,
+) -> None:
+    started = asyncio.Event()
+
+    @app.task("swallow", retries=3)
+    async def swallow(payload: dict[str, Any]) -> str:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            return "finished anyway"  # its result is discarded
+        return "slept"
+
+    heard = Heard()
+    await app.schedule("swallow", "w1", every=timedelta(hours=1))
+    async with running(app, listeners=[heard]):
+        await asyncio.wait_for(started.wait(), 10)
+        assert await app.abort("swallow", "w1") == "aborted"
+        await eventually(lambda: bool(heard.aborts), within=2, what="the run ends as aborted")
+    assert heard.retries == [] and heard.dead == []
+    info = await app.get("swallow", "w1")
+    assert info is not None and info.state == "due" and info.attempts == 0  # the next one

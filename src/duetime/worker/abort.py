@@ -14,7 +14,7 @@ import logging
 from collections.abc import Sequence
 
 from duetime.outage import OutageLog
-from duetime.stores.base import ABORT_WAKE_MS, Store
+from duetime.stores.base import ABORT_WAKE_MS, Store, WakeCallback
 from duetime.worker.leases import renew_interval
 from duetime.worker.run import ABORTED_BY_CALL, Run, abort_run
 from duetime.worker.runner import TypeRunner
@@ -39,18 +39,24 @@ class AbortWatch:
         self._flagged: set[str] = set()
         self._signal = asyncio.Event()
 
-    def on_wake(self, task_type: str, due_ms: int) -> bool:
-        """Note a wake-up: a type's abort signal, or "look at everything" ("*", after the
-        wake-up channel connected); returns whether it was an abort signal."""
-        if due_ms == ABORT_WAKE_MS:
-            if task_type in self._runners:
-                self._flagged.add(task_type)
+    def hearing(self, on_wake: WakeCallback | None) -> WakeCallback:
+        """A wake-up callback for the store's ``listen``: a type's abort signal is this
+        watch's, anything else goes on to ``on_wake`` (if any); "look at everything" ("*",
+        after the wake-up channel connected, when signals may have been lost) is both's."""
+
+        def heard(task_type: str, due_ms: int) -> None:
+            if due_ms == ABORT_WAKE_MS:
+                if task_type in self._runners:
+                    self._flagged.add(task_type)
+                    self._signal.set()
+                return
+            if task_type == "*":
+                self._flagged.update(self._runners)
                 self._signal.set()
-            return True
-        if task_type == "*":
-            self._flagged.update(self._runners)
-            self._signal.set()
-        return False
+            if on_wake is not None:
+                on_wake(task_type, due_ms)
+
+        return heard
 
     async def loop(self, store: Store) -> None:
         """Look for marked runs on each signal, and every interval, until cancelled."""

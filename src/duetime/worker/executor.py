@@ -132,7 +132,8 @@ class Executor:
                 else:
                     if run.aborted is None:
                         return done(claim, record.unique_ms)
-                if run.aborted is not None:  # a thread's handler, aborted: its end discarded
+                if run.aborted is not None:  # whatever the handler did: its end is discarded
+                    abort_taken(run)
                     error = aborted_error(run)
                 job = _Job(self, task_type, time_limit, run, record)
                 job.context = ctx
@@ -287,13 +288,13 @@ class _Job:
         except asyncio.CancelledError:
             if run.aborted is None:
                 raise
-            abort_taken(run)
         except Exception as exc:
             error = exc
         finally:
             if timer is not None:
                 timer.cancel()
         if run.aborted is not None:  # whatever the handler did: its end is discarded
+            abort_taken(run)
             error = aborted_error(run)
         if timed:
             took = (time.monotonic() - began) * 1000

@@ -131,7 +131,6 @@ class Worker:
                 raise ValidationError("types", f"{name!r} is declared without a handler")
             self._runners[name] = TypeRunner(task_type)
         self.grace = grace
-        self._aborts = AbortWatch(list(self._runners.values()), grace)
         self.started = asyncio.Event()
 
     @property
@@ -281,14 +280,17 @@ class Worker:
         listeners: list[Listener],
     ) -> None:
         failure = None
+        aborts = AbortWatch(runners, self.grace)  # hears the abort signals among wake-ups
+        # A burst settles and claims as runs end: of the wake-ups it wants abort signals only.
+        on_wake = self._on_wake if self.burst is None else None
         async with asyncio.TaskGroup() as group:
             helpers = [
                 group.create_task(renew_loop(store, runners, clock)),
-                group.create_task(self._aborts.loop(store)),
+                group.create_task(aborts.loop(store)),
+                group.create_task(store.listen(aborts.hearing(on_wake))),
                 group.create_task(_upkeep_loop(store, clock)),
             ]
-            if self.burst is None:  # a burst settles and claims as runs end: no wake-ups
-                helpers.append(group.create_task(store.listen(self._on_wake)))
+            if self.burst is None:
                 helpers.append(group.create_task(outbox.flush_loop(store)))
             helpers += (
                 group.create_task(loop)
@@ -313,8 +315,6 @@ class Worker:
             raise failure
 
     def _on_wake(self, task_type: str, due_ms: int) -> None:
-        if self._aborts.on_wake(task_type, due_ms):  # an abort signal, not a wake-up
-            return
         if task_type == "*":
             for runner in self._runners.values():
                 runner.signal.set()
