@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import pytest
 
 from duetime.errors import SchemaError
+from duetime.record import Record
+from duetime.stores.base import Claim, Outcome
+from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.cron.expression import parse_cron
 from duetime.triggers.cron.policy import MAX_BUFFERED, After, abort_at, after_overlap
 from duetime.triggers.cron.trigger import CronTrigger
+from duetime.worker import outcome
 
 S = 1000
 T = 1_800_000_000_000  # a whole second (and minute)
@@ -113,3 +120,99 @@ def test_a_schedule_started_again_gives_up_the_ticks_that_waited() -> None:
     assert following.occurrence_ms == T + 11 * S
     assert isinstance(following.trigger, CronTrigger)
     assert following.trigger.waiting == () and following.trigger.since_ms is None
+
+
+class FakeJob:
+    """The Job a worker offers the cron trigger: a handler that takes ``took`` ms of the
+    store's clock and fails with ``error`` if given; ``failed`` retries."""
+
+    def __init__(self, cron: CronTrigger, tick_ms: int, now_ms: int, took: int, **record: Any):
+        self.record = Record("{}", cron, tick_ms, **record)
+        self.claim = Claim("sched", 1, 0, tick_ms, self.record.encode())
+        self.task_name = "sched"
+        self.payload_json = "{}"
+        self.payload: dict[str, Any] = {}
+        self.failures = self.record.failures
+        self.occurrence_ms = tick_ms
+        self.max_payload_bytes = 1000
+        self.has_hook = False
+        self.result: object = None
+        self.now, self.took = now_ms, took
+        self.error: Exception | None = None
+        self.ran: list[tuple[int, int | None]] = []
+
+    def now_ms(self) -> int:
+        return self.now
+
+    async def call(self, occurrence_ms: int, *, abort_at_ms: int | None = None) -> Exception | None:
+        self.ran.append((occurrence_ms, abort_at_ms))
+        self.now += self.took
+        return self.error
+
+    async def ask_hook(self, payload: dict[str, Any]) -> object:
+        return None
+
+    def done(self, following: Next | None = None, *, hand_off_ms: int | None = None) -> Outcome:
+        return outcome.success(self.claim, following)
+
+    async def failed(
+        self, error: Exception, occurrence_ms: int, state: Trigger | None, follow: Follow | None
+    ) -> Outcome:
+        return outcome.retry(self.claim, self.record, occurrence_ms, state, 1, self.now, "boom")
+
+    def missed_ticks(self, latest_ms: int, count: int) -> None: ...
+
+    def tell(self, kind: Any, **fields: Any) -> None: ...
+
+
+def _next(result: Outcome) -> tuple[int | None, int | None, CronTrigger]:
+    record = Record.decode(result.record)
+    assert isinstance(record.trigger, CronTrigger)
+    return result.due_ms, record.occurrence_ms, record.trigger
+
+
+async def test_a_long_run_leaves_the_ticks_that_came_due_waiting_and_the_first_runs_at_once() -> (
+    None
+):
+    cron = spec("buffer_all")
+    job = FakeJob(cron, T, T + 5, took=3500)
+    due, occurrence, state = _next(await cron.run(job))
+    assert job.ran == [(T, None)]
+    assert (due, occurrence) == (T + S, T + S)  # due at once (it has passed)
+    assert state.waiting == (T + S, T + 2 * S, T + 3 * S) and state.since_ms == T + 3505
+
+    # Claimed at once, late as it is: it runs without the missed-tick rule.
+    job = FakeJob(state, T + S, T + 3510, took=10)
+    due, occurrence, state = _next(await state.run(job))
+    assert job.ran == [(T + S, None)]
+    assert (due, occurrence) == (T + 2 * S, T + 2 * S)
+    assert state.waiting == (T + 2 * S, T + 3 * S) and state.skipped_count == 0
+
+
+async def test_a_failed_run_of_a_waiting_tick_is_retried_ahead_of_the_others() -> None:
+    cron = replace(spec("buffer_all"), waiting=(T + S, T + 2 * S), since_ms=T + 2500)
+    job = FakeJob(cron, T + S, T + 2510, took=1000)
+    job.error = RuntimeError("boom")
+    result = await cron.run(job)
+    assert result.op == "retry"
+    record = Record.decode(result.record)
+    assert record.occurrence_ms == T + S
+    assert isinstance(record.trigger, CronTrigger)
+    # T+3 came due during the failed run: it waits behind T+2; the retry of T+1 heads them.
+    assert record.trigger.waiting == (T + S, T + 2 * S, T + 3 * S)
+    assert record.trigger.since_ms == T + 3510
+
+    retried = FakeJob(record.trigger, T + S, T + 4000, took=10, failures=1)
+    due, occurrence, state = _next(await record.trigger.run(retried))
+    assert retried.ran == [(T + S, None)]
+    assert (due, occurrence) == (T + 2 * S, T + 2 * S)
+    assert state.waiting == (T + 2 * S, T + 3 * S, T + 4 * S)
+
+
+async def test_cancel_other_hands_its_run_the_time_to_abort_it() -> None:
+    cron = spec("cancel_other")
+    job = FakeJob(cron, T, T + 5, took=1020)  # aborted at T+1, 20 ms to clean up
+    due, occurrence, state = _next(await cron.run(job))
+    assert job.ran == [(T, T + S)]
+    assert (due, occurrence) == (T + S, T + S)  # the tick that aborted it, at once
+    assert state.waiting == () and state.skipped_count == 0
