@@ -28,35 +28,36 @@ class AbortWatch:
     Args:
         runners: the worker's task types.
         grace: seconds an aborted ``async def`` handler gets to clean up.
+        on_wake: the worker's wake-up callback, given the wake-ups that are no abort signal.
 
     Every type holding runs is looked at as often as leases are renewed, as a backstop.
     """
 
-    def __init__(self, runners: Sequence[TypeRunner], grace: float) -> None:
+    def __init__(
+        self, runners: Sequence[TypeRunner], grace: float, on_wake: WakeCallback | None = None
+    ) -> None:
         self._runners = {r.name: r for r in runners}
         self._grace = grace
+        self._on_wake = on_wake
         self._interval = renew_interval(runners)
         self._flagged: set[str] = set()
         self._signal = asyncio.Event()
 
-    def hearing(self, on_wake: WakeCallback | None) -> WakeCallback:
-        """A wake-up callback for the store's ``listen``: a type's abort signal is this
-        watch's, anything else goes on to ``on_wake`` (if any); "look at everything" ("*",
-        after the wake-up channel connected, when signals may have been lost) is both's."""
-
-        def heard(task_type: str, due_ms: int) -> None:
-            if due_ms == ABORT_WAKE_MS:
-                if task_type in self._runners:
-                    self._flagged.add(task_type)
-                    self._signal.set()
-                return
-            if task_type == "*":
-                self._flagged.update(self._runners)
+    def on_wake(self, task_type: str, due_ms: int) -> None:
+        """The wake-up callback for the store's ``listen``: a type's abort signal is this
+        watch's, any other wake-up goes on to the worker's ``on_wake`` (if any); "look at
+        everything" ("*", after the channel connected, when signals may have been lost) is
+        both's."""
+        if due_ms == ABORT_WAKE_MS:
+            if task_type in self._runners:
+                self._flagged.add(task_type)
                 self._signal.set()
-            if on_wake is not None:
-                on_wake(task_type, due_ms)
-
-        return heard
+            return
+        if task_type == "*":
+            self._flagged.update(self._runners)
+            self._signal.set()
+        if self._on_wake is not None:
+            self._on_wake(task_type, due_ms)
 
     async def loop(self, store: Store) -> None:
         """Look for marked runs on each signal, and every interval, until cancelled."""

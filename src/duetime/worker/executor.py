@@ -27,7 +27,7 @@ from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
 from duetime.worker.handler import call_handler
-from duetime.worker.run import AbortedRun, Run, abort_later, abort_taken, aborted_error
+from duetime.worker.run import AbortedRun, Run, abort_later, aborted_error, ended
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -124,20 +124,18 @@ class Executor:
                 ctx = _context(self, task_type, claim, record, occurrence)
                 if self.marks:
                     run.fired_ms = self.clock.now()
-                error: Exception
+                error: Exception | None = None
                 try:
                     await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
-                except Exception as exc:
-                    error = exc
-                else:
                     if run.aborted is None:
                         return done(claim, record.unique_ms)
-                if run.aborted is not None:  # whatever the handler did: its end is discarded
-                    abort_taken(run)
-                    error = aborted_error(run)
+                except Exception as exc:
+                    error = exc
+                failure = ended(run, error)
+                assert failure is not None  # it raised, or it is being aborted
                 job = _Job(self, task_type, time_limit, run, record)
                 job.context = ctx
-                return await job.failed(error, occurrence, None, None)
+                return await job.failed(failure, occurrence, None, None)
             job = _Job(self, task_type, time_limit, run, record)
             if trigger is None:
                 return await run_once(job)
@@ -276,10 +274,8 @@ class _Job:
         if timed:
             self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
             began = time.monotonic()
-        timer = None
-        if abort_at_ms is not None:  # a cron tick of overlap="cancel_other"
-            delay = (abort_at_ms - executor.clock.now()) / 1000
-            timer = abort_later(run, delay, self.task_type.is_async, executor.grace)
+        delay = None if abort_at_ms is None else (abort_at_ms - executor.clock.now()) / 1000
+        timer = abort_later(run, delay, self.task_type.is_async, executor.grace)
         error: Exception | None = None
         try:
             self.result = await call_handler(
@@ -293,9 +289,7 @@ class _Job:
         finally:
             if timer is not None:
                 timer.cancel()
-        if run.aborted is not None:  # whatever the handler did: its end is discarded
-            abort_taken(run)
-            error = aborted_error(run)
+        error = ended(run, error)
         if timed:
             took = (time.monotonic() - began) * 1000
             if error is None:

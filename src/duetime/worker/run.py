@@ -74,9 +74,13 @@ def abort_run(run: Run, why: str, *, interruptible: bool, grace: float) -> bool:
     return True
 
 
-def abort_later(run: Run, delay: float, interruptible: bool, grace: float) -> asyncio.TimerHandle:
-    """A timer that aborts ``run`` in ``delay`` seconds: at the next tick of a cron schedule
-    whose overlap is ``cancel_other``."""
+def abort_later(
+    run: Run, delay: float | None, interruptible: bool, grace: float
+) -> asyncio.TimerHandle | None:
+    """A timer that aborts ``run`` in ``delay`` seconds (None: no timer): at the next tick
+    of a cron schedule whose overlap is ``cancel_other``."""
+    if delay is None:
+        return None
     why = "aborted: the next tick came due (overlap=cancel_other)"
     loop = asyncio.get_running_loop()
     return loop.call_later(
@@ -85,6 +89,16 @@ def abort_later(run: Run, delay: float, interruptible: bool, grace: float) -> as
         run,
         why,
     )
+
+
+def ended(run: Run, error: Exception | None) -> Exception | None:
+    """How a handler's call of ``run`` ended for its trigger: ``error`` (None when it
+    returned), or, once the run is being aborted, its abort (whatever the handler did: its
+    end is discarded)."""
+    if run.aborted is None:
+        return error
+    abort_taken(run)
+    return aborted_error(run)
 
 
 def _cut_short(run: Run) -> None:

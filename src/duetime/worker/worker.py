@@ -280,14 +280,13 @@ class Worker:
         listeners: list[Listener],
     ) -> None:
         failure = None
-        aborts = AbortWatch(runners, self.grace)  # hears the abort signals among wake-ups
         # A burst settles and claims as runs end: of the wake-ups it wants abort signals only.
-        on_wake = self._on_wake if self.burst is None else None
+        aborts = AbortWatch(runners, self.grace, self._on_wake if self.burst is None else None)
         async with asyncio.TaskGroup() as group:
             helpers = [
                 group.create_task(renew_loop(store, runners, clock)),
                 group.create_task(aborts.loop(store)),
-                group.create_task(store.listen(aborts.hearing(on_wake))),
+                group.create_task(store.listen(aborts.on_wake)),
                 group.create_task(_upkeep_loop(store, clock)),
             ]
             if self.burst is None:
