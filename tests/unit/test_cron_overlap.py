@@ -216,3 +216,12 @@ async def test_cancel_other_hands_its_run_the_time_to_abort_it() -> None:
     assert job.ran == [(T, T + S)]
     assert (due, occurrence) == (T + S, T + S)  # the tick that aborted it, at once
     assert state.waiting == () and state.skipped_count == 0
+
+
+def test_the_next_runs_of_a_schedule_with_ticks_waiting_are_those_ticks_then_the_next() -> None:
+    one = replace(spec("buffer_one"), waiting=(T + S,), since_ms=T + 3500)
+    assert one.upcoming(T + S, T + 3600, 3, running=False) == [T + S, T + 4 * S, T + 5 * S]
+    waiting = (T + S, T + 2 * S, T + 3 * S)
+    every = replace(spec("buffer_all"), waiting=waiting, since_ms=T + 3500)
+    assert every.upcoming(T + S, T + 3600, 2, running=False) == [T + S, T + 2 * S]
+    assert every.upcoming(T + S, T + 3600, 4, running=False) == [*waiting, T + 4 * S]

@@ -232,7 +232,8 @@ class CronTrigger:
 
     def upcoming(self, pending_ms: int, now_ms: int, count: int, *, running: bool) -> list[int]:
         """The next ``count`` ticks (fewer when the schedule ends first): from the one it
-        waits for at ``pending_ms``, or after ``now_ms`` while a run holds it."""
+        waits for at ``pending_ms`` (the ticks that wait, under buffer_one or buffer_all,
+        first), or after ``now_ms`` while a run holds it."""
         if self.paused or self.finished:
             return []
         left = count
@@ -241,7 +242,10 @@ class CronTrigger:
         if left <= 0:
             return []
         ticks = self.expr.ticks(now_ms, left) if running else [pending_ms]
-        if not running:
+        if not running and self.waiting and self.waiting[0] == pending_ms:
+            after = max(now_ms, self.waiting[-1])
+            ticks = [*self.waiting, *self.expr.ticks(after, left)][:left]
+        elif not running:
             ticks += self.expr.ticks(pending_ms, left - 1)
         return [t for t in ticks if self.end_ms is None or t <= self.end_ms]
 
