@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from duetime.clock import NEVER_MS
 from duetime.errors import SchemaError
 from duetime.record import Record
 from duetime.stores.base import Claim, Outcome
@@ -225,3 +226,17 @@ def test_the_next_runs_of_a_schedule_with_ticks_waiting_are_those_ticks_then_the
     every = replace(spec("buffer_all"), waiting=waiting, since_ms=T + 3500)
     assert every.upcoming(T + S, T + 3600, 2, running=False) == [T + S, T + 2 * S]
     assert every.upcoming(T + S, T + 3600, 4, running=False) == [*waiting, T + 4 * S]
+
+
+async def test_waiting_ticks_count_toward_the_limit_and_stop_at_the_end() -> None:
+    cron = replace(spec("buffer_all"), limit=2)
+    _, _, state = _next(await cron.run(FakeJob(cron, T, T + 5, took=3500)))
+    assert state.run_count == 1 and state.waiting[0] == T + S
+    due, _, state = _next(await state.run(FakeJob(state, T + S, T + 3510, took=10)))
+    assert state.finished and state.run_count == 2 and due == NEVER_MS  # its limit
+
+    ending = replace(spec("buffer_all"), end_ms=T + 1500)
+    _, _, state = _next(await ending.run(FakeJob(ending, T, T + 5, took=3500)))
+    assert state.waiting[0] == T + S  # T+1 is before the end; T+2 and T+3 are not
+    due, _, state = _next(await state.run(FakeJob(state, T + S, T + 3510, took=10)))
+    assert state.finished and due == NEVER_MS
