@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Self, TypedDict
 
+from duetime.aborts import AbortCalls
 from duetime.clock import Clock, StoreClock, from_ms, synced_clock
 from duetime.errors import (
     DuetimeError,
@@ -43,7 +44,7 @@ class ClientSettings(TypedDict, total=False):
     store: Store | None
 
 
-class Client(ProducerCalls, CronCalls, UpcomingCalls):
+class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
     """A store, its clock, what it may schedule (its registry: declared task types and cron
     schedules) and the calls on its tasks (their coming runs: :class:`UpcomingCalls`) and
     cron schedules; :class:`~duetime.App` adds handlers, the features that run them and
@@ -212,8 +213,8 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls):
     async def cancel(self, task_type: str, task_id: str) -> bool:
         """Cancel a task, due, dead or running. Returns whether it existed.
 
-        A running handler is not interrupted, but its task will not be retried or
-        rescheduled.
+        A running handler is not interrupted (:meth:`abort` does that), but its task will
+        not be retried or rescheduled.
         """
         self.task_type(task_type)
         check_id(task_id, stored=True)

@@ -15,6 +15,7 @@ from duetime.model import Task, TaskInfo
 from duetime.stores.base import State
 
 if TYPE_CHECKING:
+    from duetime.aborts import AbortStatus
     from duetime.client import Client
 
 T = TypeVar("T")
@@ -97,6 +98,10 @@ class SyncClient:
     def cancel(self, task_type: str, task_id: str) -> bool:
         """See :meth:`App.cancel`."""
         return self._call(self._app.cancel(task_type, task_id))
+
+    def abort(self, task_type: str, task_id: str) -> AbortStatus:
+        """See :meth:`App.abort`."""
+        return self._call(self._app.abort(task_type, task_id))
 
     def retry(self, task_type: str, task_id: str, *, at: datetime | None = None) -> datetime:
         """See :meth:`App.retry`."""

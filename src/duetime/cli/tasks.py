@@ -1,6 +1,6 @@
-"""The commands on tasks: ``schedule``, ``submit``, ``show``, ``cancel``, ``retry``,
-``run-now`` and ``ls``; ``cancel --all`` and ``retry --all`` act on every task of a type in
-a state."""
+"""The commands on tasks: ``schedule``, ``submit``, ``show``, ``cancel``, ``abort``,
+``retry``, ``run-now`` and ``ls``; ``cancel --all`` and ``retry --all`` act on every task of
+a type in a state."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import click
 
+from duetime.aborts import AbortStatus
 from duetime.admin import bulk
 from duetime.app import App
 from duetime.cli.output import (
@@ -230,6 +231,37 @@ def cancel(
         emit({"type": task_type, "id": task_id, "cancelled": True})
     else:
         echo(f"cancelled {task_type}/{task_id}")
+
+
+#: What ``abort`` says after the status, for people.
+ABORT_SAID: dict[AbortStatus, str] = {
+    "aborted": "its worker cancels the running handler",
+    "not_interruptible": "a plain def handler runs on in its thread; its result is discarded",
+    "cancelled": "it was not running",
+}
+
+
+@app_command()
+@click.argument("task_type")
+@click.argument("task_id")
+def abort(task_type: str, task_id: str, **options: Any) -> None:
+    """Abort a task's running handler, on whichever worker runs it (an async handler gets
+    CancelledError and the worker's grace to clean up; the run is not retried); cancel the
+    task if it is not running. Prints the status: aborted, not_interruptible (a plain def
+    handler runs on, its result discarded) or cancelled; exit code 3 when there is no task."""
+    target = Target.from_options(options)
+
+    async def call() -> AbortStatus:
+        await target.adopt(task_type)
+        return await target.app.abort(task_type, task_id)
+
+    status = target.run(call)
+    if status == "not_found":
+        raise no_task(task_type, task_id)
+    if target.as_json:
+        emit({"type": task_type, "id": task_id, "status": status})
+    else:
+        echo(f"{status} {task_type}/{task_id}: {ABORT_SAID[status]}")
 
 
 @app_command()

@@ -34,6 +34,7 @@ from duetime.partitions.layout import (
 )
 from duetime.stores.base import (
     STATES,
+    AbortFound,
     Claim,
     ClaimBatch,
     NewTask,
@@ -96,6 +97,9 @@ class PartitionedStore:
 
     async def cancel(self, task_type: str, task_id: str) -> bool:
         return await self.inner.cancel(await self._by_id(task_type, task_id), task_id)
+
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        return await self.inner.abort(await self._by_id(task_type, task_id), task_id)
 
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:
         return await self.inner.get(await self._by_id(task_type, task_id), task_id)
@@ -258,6 +262,16 @@ class PartitionedStore:
             gone = {c.token for c in await self.inner.extend(part, inner, deadline_ms)}
             lost += (c for _, c in group if _inner(c).token in gone)
         return lost
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        if self._partitions_of(task_type) == 1:
+            return await self.inner.aborting(task_type, claims)
+        marked: list[Claim] = []
+        for p, group in _by_token(claims, lambda c: c).items():
+            inner = [_inner(c) for _, c in group]
+            found = {c.token for c in await self.inner.aborting(part_name(task_type, p), inner)}
+            marked += (c for _, c in group if _inner(c).token in found)
+        return marked
 
     # -- reads over every partition ----------------------------------------------------------
 

@@ -27,8 +27,16 @@ Op = Literal["done", "next", "retry", "dead", "release"]
 Durability = Literal["local", "replicated"]
 DURABILITIES: tuple[Durability, ...] = ("local", "replicated")
 
-#: Called with (task type, due ms) when a task becomes the earliest of its type.
+#: Called with (task type, due ms) when a task becomes the earliest of its type, or with
+#: (task type, :data:`ABORT_WAKE_MS`) when a run of the type was marked to abort.
 WakeCallback = Callable[[str, int], None]
+#: The "due time" of a wake-up that says a run of the type was marked to abort
+#: (:meth:`Store.abort`): the workers holding runs of the type ask which
+#: (:meth:`Store.aborting`). Below every time duetime accepts.
+ABORT_WAKE_MS = -1
+#: What :meth:`Store.abort` found: a run it marked to abort, a task that was not running
+#: (removed, as ``cancel`` does), or no task.
+AbortFound = Literal["running", "cancelled", "missing"]
 
 
 class NewTask(NamedTuple):
@@ -73,7 +81,13 @@ class ClaimBatch:
 
 
 class Outcome(NamedTuple):
-    """How a run ended and what follows it; see :meth:`Store.settle`."""
+    """How a run ended and what follows it; see :meth:`Store.settle`.
+
+    ``aborted`` marks the outcome of a run that was aborted (``App.abort``, or a cron
+    schedule's ``overlap="cancel_other"``): its op is ``done`` (the task ends) or ``next``
+    (a series goes on), never a retry or a dead letter, and ``error`` says why. A store
+    writes it as the op says; it is there for what records runs (the history).
+    """
 
     op: Op
     claim: Claim
@@ -84,6 +98,7 @@ class Outcome(NamedTuple):
     dead_record: str = ""
     spawn: NewTask | None = None
     unique_ms: int = 0
+    aborted: bool = False
 
 
 _new = tuple.__new__
@@ -91,7 +106,7 @@ _new = tuple.__new__
 
 def done(claim: Claim, unique_ms: int = 0) -> Outcome:
     """``Outcome("done", claim)``, built the cheapest way: it ends almost every run."""
-    return _new(Outcome, ("done", claim, None, "", "", "", "", None, unique_ms))
+    return _new(Outcome, ("done", claim, None, "", "", "", "", None, unique_ms, False))
 
 
 def new_claim(task_id: str, token: int, stalls: int, due_ms: int, record: str) -> Claim:
@@ -215,6 +230,31 @@ class Store(Protocol):
         """Remove a task atomically, whatever its state. Returns whether it existed.
 
         A running task's handler finishes, but the task is neither retried nor rescheduled.
+        """
+        ...
+
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        """Mark the run that holds the task's lease to abort, or, when no run holds it,
+        remove the task as :meth:`cancel` does; atomically.
+
+        The mark goes with the lease (its token): it ends with the lease, and a later claim
+        of the id is not marked. Marking wakes the type's workers with
+        :data:`ABORT_WAKE_MS`; the worker holding the run finds it with :meth:`aborting`
+        and ends it. The task itself is left as it is: the run's outcome says what follows
+        (a one-off task ends, a series goes on). Marking a marked run again changes nothing.
+
+        Returns:
+            ``"running"`` when a run was marked, ``"cancelled"`` when a task that no run
+            holds was removed, ``"missing"`` when there was no task.
+        """
+        ...
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        """The claims of ``claims`` whose run is marked to abort: their token holds the
+        lease, and was marked. Only reads: a claim stays marked until its lease ends.
+
+        A worker asks about the runs it holds when woken with :data:`ABORT_WAKE_MS`, and
+        as it renews their leases (a wake-up may be lost).
         """
         ...
 

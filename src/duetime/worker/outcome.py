@@ -132,6 +132,13 @@ def success(
     return Outcome("next", claim, following.due_ms, record.encode(), spawn=spawn)
 
 
+def aborted(claim: Claim, following: Next | None, why: str, unique_ms: int = 0) -> Outcome:
+    """The outcome of an aborted run: not retried, no dead letter; the task ends (with its
+    mark of ``unique_for``: it counts as finished), or a series waits for ``following``;
+    marked ``aborted`` with ``why`` as its error."""
+    return success(claim, following, None, unique_ms)._replace(error=why, aborted=True)
+
+
 def retry_due(exc: Exception, policy: TaskPolicy, failures: int, now_ms: int) -> int:
     """When the failed attempt number ``failures`` runs again: when its ``Retry`` says, else
     after the type's back-off.

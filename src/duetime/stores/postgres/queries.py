@@ -26,6 +26,8 @@ class Queries:
     raise_fence: bytes
     records: bytes
     cancel: bytes
+    abort_mark: bytes
+    aborting: bytes
     get: bytes
     lock_task: bytes
     remove_entry: bytes

@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from duetime.errors import StoreError, StoreRefused
 from duetime.stores.base import (
+    AbortFound,
     Claim,
     ClaimBatch,
     NewTask,
@@ -158,6 +159,17 @@ class PostgresStore:
     async def cancel(self, task_type: str, task_id: str) -> bool:
         """Remove a task whatever its state; a running one keeps its lease to the end."""
         return await self._run("cancel", lambda c: ops.cancel(c, self._queues, task_type, task_id))
+
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        """Mark the run holding the task's lease to abort, or cancel a task no run holds."""
+        return await self._run("abort", lambda c: ops.abort(c, self._queues, task_type, task_id))
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        """The claims whose run is marked to abort."""
+        if not claims:
+            return []
+        q = self._queues
+        return await self._run("aborting", lambda c: ops.aborting(c, q, task_type, claims))
 
     async def revive(
         self, task_type: str, task_id: str, due_ms: int, record: str | None = None

@@ -18,6 +18,8 @@ Redis Cluster slot and one script may touch them all::
                                       of another type: a poller's call) that began
                                       writing to the type; writes under a lower are
                                       refused
+    duetime:{ns:type}:abort     HASH  id -> the token of a run marked to abort (only
+                                      while runs are being aborted)
 
     duetime:{ns:type}:call:<id> STRING  for 15 s after a claim, its reply; for 60 s after a
                                       schedule of tasks due within a minute, a marker:
@@ -38,7 +40,8 @@ Redis Cluster slot and one script may touch them all::
                                       at <ms>; expires an hour later
 
     duetime:{ns}:wake           pub/sub channel: "<type> <due ms>" when a task becomes
-                                the earliest of its type
+                                the earliest of its type, "<type> abort" when a run
+                                of the type was marked to abort
     duetime:{ns:type}:wake      on Redis Cluster, the shard channel of the same, in the
                                 slot of the type's keys (SPUBLISH / SSUBSCRIBE)
 """
@@ -66,6 +69,7 @@ class TypeKeys:
     meta: str
     seq: str
     fence: str
+    abort: str
 
 
 def type_keys(namespace: str, task_type: str) -> TypeKeys:

@@ -15,6 +15,7 @@ from duetime.clock import StoreClock
 from duetime.errors import StoreError
 from duetime.stores import wire
 from duetime.stores.base import (
+    AbortFound,
     Claim,
     ClaimBatch,
     NewTask,
@@ -68,6 +69,8 @@ REPLICA_WAIT_MS = 2000
 SETTLE_CHUNK = 500
 #: How long a settle's reply is kept for a resend of the call, as a claim's is.
 SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
+#: What abort.lua's reply means.
+_FOUND: dict[int, AbortFound] = {0: "missing", 1: "running", 2: "cancelled"}
 
 
 class RedisStore(RedisCapabilities):
@@ -229,6 +232,24 @@ class RedisStore(RedisCapabilities):
         k = self.keys(task_type)
         reply = await self._run("cancel", [k.due, k.data, k.dead, k.meta], [task_id])
         return bool(reply[0])
+
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        k = self.keys(task_type)
+        keys = [k.due, k.data, k.dead, k.meta, k.lease, k.abort]
+        reply = await self._run("abort", keys, [task_id, self._wake(task_type), task_type])
+        return _FOUND[reply[0]]
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        if not claims:
+            return []
+        k = self.keys(task_type)
+        args: list[Any] = []
+        for claim in claims:
+            args += (claim.id, claim.token)
+        marked = {
+            wire.text(task_id) for task_id in await self._run("aborting", [k.lease, k.abort], args)
+        }
+        return [claim for claim in claims if claim.id in marked]
 
     async def revive(
         self, task_type: str, task_id: str, due_ms: int, record: str | None = None

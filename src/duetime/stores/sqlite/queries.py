@@ -25,6 +25,9 @@ class Queries:
     raise_fence: str
     cancel_idle: str
     cancel_running: str
+    abort_mark: str
+    abort_signal: str
+    aborting: str
     revive: str
     is_dead: str
     extend_lease: str

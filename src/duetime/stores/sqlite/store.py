@@ -11,6 +11,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from duetime.errors import StoreError, StoreRefused
 from duetime.stores.base import (
+    AbortFound,
     Claim,
     ClaimBatch,
     NewTask,
@@ -201,6 +202,18 @@ class SqliteStore:
     async def cancel(self, task_type: str, task_id: str) -> bool:
         """Remove a task whatever its state; a running one keeps its lease to the end."""
         return await self._write("cancel", ops.cancel, self._queues, task_type, task_id)
+
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        """Mark the run holding the task's lease to abort, or cancel a task no run holds."""
+        found, wakes = await self._write("abort", ops.abort, self._queues, task_type, task_id)
+        wake.notify(self._key, self.config.namespace, wakes)
+        return found
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        """The claims whose run is marked to abort."""
+        if not claims:
+            return []
+        return await self._read("aborting", ops.aborting, self._queues, task_type, claims)
 
     async def revive(
         self, task_type: str, task_id: str, due_ms: int, record: str | None = None
