@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from duetime.aborts import AbortStatus
 from duetime.app import App
 from duetime.client import Client
 from duetime.clock import Clock, ManualClock, StoreClock, SystemClock
@@ -36,6 +37,7 @@ from duetime.features.history.runs import RunInfo
 from duetime.features.pollers.events import ErrorEvent, PollerEvents, TaskEvent
 from duetime.features.pollers.poller import PollContext, Poller
 from duetime.features.telemetry import MinuteCounts, TypeHistory, WorkerInfo
+from duetime.interval import CalendarInterval
 from duetime.model import Backoff, History, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.sync import SyncClient
 from duetime.tasktype import TaskType
@@ -47,9 +49,11 @@ __version__ = VERSION
 
 __all__ = [
     "Abort",
+    "AbortStatus",
     "App",
     "Backoff",
     "BulkIncomplete",
+    "CalendarInterval",
     "Client",
     "ClientClosed",
     "Clock",

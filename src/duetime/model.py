@@ -8,9 +8,13 @@ from typing import Any, Literal, TypedDict, Unpack
 
 from duetime.backoff import backoff_delay
 from duetime.errors import ValidationError
+from duetime.interval import CalendarInterval
 from duetime.validate import as_timedelta, check_int, duration_ms
 
 Delivery = Literal["at_least_once", "at_most_once"]
+#: What scheduling an id does when a task with that id is pending (waits or runs): see
+#: :meth:`App.schedule`.
+IfExists = Literal["replace", "keep", "merge"]
 
 #: Defaults of a task type. The lease is how long a claimed task stays with its worker
 #: without a renewal (renewals come every third of it), so it bounds how soon a crashed
@@ -239,8 +243,11 @@ class Task:
     at: datetime | None = None
     delay: timedelta | None = None
     payload: dict[str, Any] | None = None
-    every: timedelta | None = None
+    every: timedelta | CalendarInterval | None = None
     until: datetime | None = None
+    limit: int | None = None
+    if_exists: IfExists = "replace"
+    unique_for: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +292,7 @@ class TaskInfo:
     state: str
     due: datetime | None
     payload: dict[str, Any] | None
-    every: timedelta | None
+    every: timedelta | CalendarInterval | None
     until: datetime | None
     attempts: int
     error: str | None

@@ -265,3 +265,21 @@ def test_bad_history_settings_are_refused_naming_the_field() -> None:
 async def test_the_last_hour_counts_are_still_history_of_minutes(app: duetime.App) -> None:
     assert await app.history() == await app.history(60) == await app.recent(60)
     assert await app.history(minutes=5) == await app.recent(5)
+
+
+async def test_an_aborted_run_ends_in_the_history_as_aborted(app: duetime.App) -> None:
+    started = asyncio.Event()
+
+    @app.task("slow", retries=3)
+    async def slow(payload: dict[str, Any]) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    async with running(app) as worker:
+        await app.schedule("slow", "s1")
+        await asyncio.wait_for(started.wait(), 10)
+        assert await app.abort("slow", "s1") == "aborted"
+        (run,) = await runs_of(app, "slow", 1)
+    assert (run.task_id, run.attempt, run.outcome, run.worker) == ("s1", 1, "aborted", worker.id)
+    assert run.error is not None and "abort" in run.error and run.traceback is None
+    assert run.started is not None and run.duration is not None

@@ -13,7 +13,8 @@ from duetime.features.base import WorkerRun
 from duetime.features.history import HistoryFeature
 from duetime.stores.base import Outcome, done, new_claim
 from duetime.stores.runs import RunLog, RunNote
-from duetime.worker.run import ERROR_BYTES, Run, done_run, note
+from duetime.worker.notes import ERROR_BYTES, done_run, note
+from duetime.worker.run import Run
 
 CLAIM = new_claim("t1", 7, 1, 1_000, '{"p":{}}')
 
@@ -27,8 +28,9 @@ def ran(**fields: object) -> Run:
 
 
 def test_a_plain_completion_is_noted_at_once_by_the_executor() -> None:
-    outcome = done_run(CLAIM, 1_010.7, 1_020, 2, 900)
-    assert outcome == Outcome("done", CLAIM, note=RunNote(1_010, 1_020, 2, 900, "done"))
+    outcome = done_run(CLAIM, 1_010.7, 1_020, 2, 900, unique_ms=60_000)
+    note_made = RunNote(1_010, 1_020, 2, 900, "done")
+    assert outcome == Outcome("done", CLAIM, unique_ms=60_000, note=note_made)
     assert note(ran(), outcome, 2_000) is outcome  # the runner leaves it as it is
 
 
@@ -45,10 +47,12 @@ def test_the_op_names_the_outcome_and_the_run_gives_the_rest() -> None:
 
 
 def test_an_aborted_run_is_named_so_whatever_the_op() -> None:
-    run = ran(verdict="aborted")
-    assert note(run, done(CLAIM), 1_030).note.outcome == "aborted"  # type: ignore[union-attr]
-    made = done_run(CLAIM, 1_010, 1_020, 1, 900)
-    assert note(run, made, 1_030).note == RunNote(1_010, 1_020, 1, 900, "aborted")
+    why = "aborted: App.abort() was called"
+    for op in ("done", "next"):
+        due = None if op == "done" else 2_000
+        aborted = Outcome(op, CLAIM, due, "{}", why, aborted=True)
+        kept = note(ran(), aborted, 1_030).note
+        assert kept == RunNote(1_010, 1_030, 3, 900, "aborted", why)
 
 
 def test_what_is_not_a_run_is_not_noted() -> None:

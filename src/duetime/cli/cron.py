@@ -1,5 +1,5 @@
-"""``duetime cron``: the cron schedules with their next run times; ``duetime cron backfill``
-runs the ticks of a past range."""
+"""``duetime cron``: the cron schedules with their next run times, and the commands on one
+(``duetime cron trigger NAME``, ``duetime cron backfill NAME``)."""
 
 from __future__ import annotations
 
@@ -14,52 +14,58 @@ from duetime.cli.values import MAX_NEXT_RUNS, Moment
 from duetime.errors import ScheduleNotFound
 from duetime.features.cron.manage import CronInfo
 
-#: Where the cron group keeps, in its context, the arguments of a listing.
-_LISTED = "duetime.cron.listed"
+#: The command ``duetime cron`` runs when no other is named.
+LISTING = "list"
 
 
 class CronGroup(click.Group):
-    """``duetime cron [NAME]`` lists the schedules (the listing is the group's default
-    command: a first argument that names no subcommand is the listing's), and
-    ``duetime cron SUBCOMMAND ...`` acts on one."""
-
-    def __init__(self, listing: click.Command, **attrs: Any) -> None:
-        super().__init__(
-            name=listing.name,
-            help=listing.help,
-            context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False},
-            invoke_without_command=True,
-            **attrs,
-        )
-        self.listing = listing
+    """``duetime cron [APP] [NAME]`` lists; ``duetime cron COMMAND ...`` runs a command on
+    schedules. The first word that is neither an option (with its value) nor ``MODULE:APP``
+    says which: the name of a command, or else a schedule's name (``duetime cron list
+    NAME`` lists a schedule named like a command)."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        ordered = self._subcommand(args)
-        if ordered is None:  # the listing, with every argument it was given
-            ctx.meta[_LISTED] = args
-            return []
-        return super().parse_args(ctx, ordered)
-
-    def _subcommand(self, args: list[str]) -> list[str] | None:
-        """``args`` with the subcommand first, or None for the listing: a first argument
-        holding a colon (MODULE:APP) may come before the subcommand's name."""
-        rest = args[1:] if args and ":" in args[0] else args
-        if rest and rest[0] in self.commands:
-            return [rest[0], *args[: len(args) - len(rest)], *rest[1:]]
-        return None
-
-    def collect_usage_pieces(self, ctx: click.Context) -> list[str]:
-        # The listing's usage (its options: ``duetime cron --help``), or a subcommand's.
-        return ["[MODULE:APP]", "[OPTIONS]", "[NAME]", "|", "COMMAND", "[ARGS]..."]
-
-    def invoke(self, ctx: click.Context) -> Any:
-        listed = ctx.meta.pop(_LISTED, None)
-        if listed is not None:
-            return self.listing.main(listed, prog_name=ctx.command_path, standalone_mode=False)
-        return super().invoke(ctx)
+        word = _first_word(self.commands[LISTING], args)
+        if word is None and any(arg in ("--help", "-h") for arg in args):
+            return super().parse_args(ctx, args)  # the group's help
+        if word is not None and word in self.commands:
+            # The command first, then every other argument, wherever it was given.
+            rest = list(args)
+            rest.remove(word)
+            return super().parse_args(ctx, [word, *rest])
+        return super().parse_args(ctx, [LISTING, *args])
 
 
-@app_command(name="cron")
+def _first_word(command: click.Command, args: list[str]) -> str | None:
+    """The first argument of ``args`` that is neither an option of ``command``, nor an
+    option's value, nor ``MODULE:APP`` (it holds a colon)."""
+    takes_value = {
+        name
+        for p in command.params
+        if isinstance(p, click.Option) and not p.is_flag and not p.count
+        for name in p.opts
+    }
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--":
+            return None
+        elif arg in takes_value:
+            skip = True
+        elif not arg.startswith("-") and ":" not in arg:
+            return arg
+    return None
+
+
+@click.group(name="cron", cls=CronGroup)
+def cron() -> None:
+    """The cron schedules: ``duetime cron [APP] [NAME]`` lists them (or the schedule NAME)
+    with their next run times; ``duetime cron trigger NAME`` runs one now; ``duetime cron
+    backfill NAME --from --to`` runs the ticks of a past range."""
+
+
+@app_command(name=LISTING)
 @click.argument("name", required=False)
 @click.option(
     "--next",
@@ -70,10 +76,8 @@ class CronGroup(click.Group):
     help="Next run times to show.",
 )
 def cron_list(name: str | None, count: int, **options: Any) -> None:
-    """List cron schedules with their next run times (--next, default 3); or only the
-    schedule NAME (exit code 3 when there is none); the options are those of the other
-    commands that work on an app or a URL. ``duetime cron backfill NAME`` runs the ticks of
-    a past range."""
+    """List cron schedules with their next run times; or only the schedule NAME (exit code
+    3 when there is none)."""
     target = Target.from_options(options)
 
     async def collect() -> list[tuple[CronInfo, list[datetime]]]:
@@ -95,6 +99,24 @@ def cron_list(name: str | None, count: int, **options: Any) -> None:
             echo(line)
 
 
+@app_command(name="trigger")
+@click.argument("name")
+def cron_trigger(name: str, **options: Any) -> None:
+    """Run the schedule NAME once now, beside its ticks (which stay as they are): a task of
+    its own, ``NAME@<now ms>``, whose id is printed (exit code 3 when there is no such
+    schedule)."""
+    target = Target.from_options(options)
+
+    async def call() -> str:
+        return await target.app.trigger_cron(name)
+
+    task_id = target.run(call)
+    if target.as_json:
+        emit({"name": name, "id": task_id})
+    else:
+        echo(task_id)
+
+
 @app_command(name="backfill")
 @click.argument("name")
 @click.option(
@@ -107,12 +129,12 @@ def cron_list(name: str | None, count: int, **options: Any) -> None:
 @click.option(
     "--to", "end", type=Moment(), required=True, help="The end of the range, not included."
 )
-def backfill(name: str, start: datetime, end: datetime, **options: Any) -> None:
+def cron_backfill(name: str, start: datetime, end: datetime, **options: Any) -> None:
     """Run now every tick of the schedule NAME in [--from, --to), oldest first, each as a
     task of its own with the tick's occurrence id: after an outage, the ticks no worker
     ran. A tick still pending from an earlier backfill, or recorded done in the run
     history, is left out, so backfilling a range again runs nothing twice. At most 10,000
-    ticks a call."""
+    ticks a call; prints how many were scheduled."""
     target = Target.from_options(options)
     scheduled = target.run(lambda: target.app.backfill_cron(name, start=start, end=end))
     if target.as_json:
@@ -121,5 +143,6 @@ def backfill(name: str, start: datetime, end: datetime, **options: Any) -> None:
         echo(f"{name}: {scheduled} tick{'' if scheduled == 1 else 's'} scheduled")
 
 
-cron = CronGroup(cron_list)
-cron.add_command(backfill)
+cron.add_command(cron_list)
+cron.add_command(cron_trigger)
+cron.add_command(cron_backfill)

@@ -57,7 +57,9 @@ for command in (
     tasks.submit,
     tasks.show,
     tasks.cancel,
+    tasks.abort,
     tasks.retry,
+    tasks.run_now,
     tasks.list_tasks,
     history.history,
     cron.cron,
@@ -65,8 +67,8 @@ for command in (
     operate.workers,
     dashboard.dashboard,
 ):
-    # A group's own commands take the option (``duetime cron backfill ... --log-level``).
-    for each in getattr(command, "commands", {}).values() or [command]:
-        each.params.append(log_level_option())
+    command.params.append(log_level_option())
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            sub.params.append(log_level_option())
     main.add_command(command)
-cron.cron_list.params.append(log_level_option())  # the cron group's listing

@@ -8,6 +8,7 @@ decides what runs and what follows.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -26,7 +27,8 @@ from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
 from duetime.worker.handler import call_handler
-from duetime.worker.run import Run, done_run
+from duetime.worker.notes import done_run
+from duetime.worker.run import AbortedRun, Run, abort_later, aborted_error, ended
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -54,10 +56,12 @@ class Executor:
         events: the worker's listeners.
         app: handed to handlers in their :class:`~duetime.model.Context`, and used for
             nothing else.
+        grace: seconds an aborted ``async def`` handler gets to clean up before it is
+            cancelled again (the worker's grace).
         noting: the task types whose runs the run history keeps: what it keeps of each
             (its start and end, occurrence, attempt and traceback) is noted on its
             :class:`~duetime.worker.run.Run`, or on the outcome at once (a plain
-            completion).
+            completion: :func:`~duetime.worker.notes.done_run`).
     """
 
     def __init__(
@@ -68,9 +72,11 @@ class Executor:
         pool: ThreadPool | None,
         events: Events,
         app: Client,
+        grace: float = 30.0,
         noting: Collection[str] = (),
     ) -> None:
         self.clock = clock
+        self.grace = grace
         self.max_payload_bytes = max_payload_bytes
         self.pool = pool
         self.events = events
@@ -118,7 +124,7 @@ class Executor:
             return self._corrupt(task_type.name, claim, "corrupt record", exc)
         trigger = record.trigger
         try:
-            if trigger is None and not self.timed:
+            if trigger is None and not self.timed and run.aborted is None:
                 # A task without a trigger, when no listener wants its per-task events: the
                 # common case and the hot path. What run_once does with a Job, inline (no
                 # coroutine of its own), without a Job unless the handler fails.
@@ -126,17 +132,24 @@ class Executor:
                 ctx = _context(self, task_type, claim, record, occurrence)
                 if self.marks:
                     run.fired_ms = self.clock.now()
+                error: Exception | None = None
                 try:
                     await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
+                    if run.aborted is None and task_type.name in self.noted:
+                        # The run history's note, made at once (ctx[3]: the attempt).
+                        finish = int(self.clock.now())
+                        fired, unique = run.fired_ms, record.unique_ms
+                        return done_run(claim, fired, finish, ctx[3], occurrence, unique)
+                    if run.aborted is None:
+                        return done(claim, record.unique_ms)
                 except Exception as exc:
-                    run.occurrence_ms, run.attempt = occurrence, ctx.attempt
-                    job = _Job(self, task_type, time_limit, run, record)
-                    job.context = ctx
-                    return await job.failed(exc, occurrence, None, None)
-                if task_type.name in self.noted:  # the run history's note, made at once
-                    ended = int(self.clock.now())
-                    return done_run(claim, run.fired_ms, ended, ctx[3], occurrence)  # attempt
-                return done(claim)
+                    error = exc
+                run.occurrence_ms, run.attempt = occurrence, ctx[3]  # for the history's note
+                failure = ended(run, error)
+                assert failure is not None  # it raised, or it is being aborted
+                job = _Job(self, task_type, time_limit, run, record)
+                job.context = ctx
+                return await job.failed(failure, occurrence, None, None)
             job = _Job(self, task_type, time_limit, run, record)
             if trigger is None:
                 return await run_once(job)
@@ -152,21 +165,27 @@ class Executor:
             run.trace = outcome.trace(exc, internal=True)
             filed = replace(record, traceback=run.trace).encode()
             reason = f"internal error: {outcome.describe(exc)}"
-            return self._dead(task_type.name, claim, reason, filed)
+            return self._dead(task_type.name, claim, reason, filed, record.unique_ms)
 
     def _corrupt(self, task_type: str, claim: Claim, what: str, exc: SchemaError) -> Outcome:
         log.error("%s/%s: %s, sent to the dead letters: %s", task_type, _shown(claim.id), what, exc)
         return self._dead(task_type, claim, f"{what}: {exc}")
 
     def _dead(
-        self, task_type: str, claim: Claim, reason: str, record: str | None = None
+        self,
+        task_type: str,
+        claim: Claim,
+        reason: str,
+        record: str | None = None,
+        unique_ms: int = 0,
     ) -> Outcome:
         """The task to the dead letters with ``reason``, and ``record`` or the one the store
         holds."""
         if self.events.wants("dead_lettered"):
             event = WorkerEvent("dead_lettered", task_type, claim.id, claim.due_ms, error=reason)
             self.events.emit(event)
-        return Outcome("dead", claim, None, claim.record if record is None else record, reason)
+        filed = claim.record if record is None else record
+        return Outcome("dead", claim, None, filed, reason, unique_ms=unique_ms)
 
 
 def _context(
@@ -259,29 +278,42 @@ class _Job:
             attempt = outcome.attempt(claim, self.record)
             events.emit(WorkerEvent(kind, self.task_name, claim.id, due, attempt, **fields))
 
-    async def call(self, occurrence_ms: int) -> Exception | None:
-        executor, claim = self._executor, self.claim
+    async def call(self, occurrence_ms: int, *, abort_at_ms: int | None = None) -> Exception | None:
+        executor, claim, run = self._executor, self.claim, self._run
+        if run.aborted is not None:  # aborted before its handler started: it never does
+            return aborted_error(run)
         ctx = self.context = _context(executor, self.task_type, claim, self.record, occurrence_ms)
         if executor.marks:
-            run = self._run
             run.fired_ms = executor.clock.now()
-            run.occurrence_ms, run.attempt = occurrence_ms, ctx.attempt
+            run.occurrence_ms, run.attempt = occurrence_ms, ctx[3]  # ctx.attempt
         timed = executor.timed
         if timed:
             self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
             began = time.monotonic()
+        delay = None if abort_at_ms is None else (abort_at_ms - executor.clock.now()) / 1000
+        timer = abort_later(run, delay, self.task_type.is_async, executor.grace)
+        error: Exception | None = None
         try:
             self.result = await call_handler(
                 self.task_type, self._time_limit, self.record.payload, ctx, executor.pool
             )
+        except asyncio.CancelledError:
+            if run.aborted is None:
+                raise
         except Exception as exc:
-            if timed:
-                took = (time.monotonic() - began) * 1000
-                self._event("failed", duration_ms=took, error=outcome.describe(exc), exception=exc)
-            return exc
+            error = exc
+        finally:
+            if timer is not None:
+                timer.cancel()
+        error = ended(run, error)
         if timed:
-            self._event("succeeded", duration_ms=(time.monotonic() - began) * 1000)
-        return None
+            took = (time.monotonic() - began) * 1000
+            if error is None:
+                self._event("succeeded", duration_ms=took)
+            else:
+                text = outcome.describe(error)
+                self._event("failed", duration_ms=took, error=text, exception=error)
+        return error
 
     async def ask_hook(self, payload: dict[str, Any]) -> object:
         return await self.task_type.ask_hook(payload, self.context)
@@ -290,11 +322,13 @@ class _Job:
         spawn = None
         if hand_off_ms is not None:
             spawn = outcome.hand_off(self.claim, self.record, hand_off_ms, self.now_ms())
-        return outcome.success(self.claim, following, spawn)
+        return outcome.success(self.claim, following, spawn, self.record.unique_ms)
 
     async def failed(
         self, error: Exception, occurrence_ms: int, state: Trigger | None, follow: Follow | None
     ) -> Outcome:
+        if isinstance(error, AbortedRun):
+            return await self._aborted(error, follow)
         claim, record, policy = self.claim, self.record, self.task_type.policy
         failures = record.failures + 1
         text = outcome.describe(error)
@@ -340,6 +374,14 @@ class _Job:
             following=following,
             trace=trace,
         )
+
+    async def _aborted(self, error: AbortedRun, follow: Follow | None) -> Outcome:
+        """The outcome of an aborted run: the task ends, or its series goes on."""
+        why = outcome.describe(error)
+        log.warning("%s/%s: %s", self.task_name, self.claim.id, why)
+        self._event("aborted", error=why)
+        following = None if follow is None else await follow()
+        return outcome.aborted(self.claim, following, why, self.record.unique_ms)
 
     def tell(self, kind: EventKind, **fields: Any) -> None:
         events = self._executor.events

@@ -110,12 +110,24 @@ def hand_off(claim: Claim, record: Record, occurrence_ms: int, now_ms: int) -> N
     return NewTask(occurrence_id(claim.id, occurrence_ms), now_ms, own)
 
 
-def success(claim: Claim, following: Next | None, spawn: NewTask | None = None) -> Outcome:
-    """The outcome of an occurrence that is over: the task ends, or waits for ``following``."""
+def success(
+    claim: Claim, following: Next | None, spawn: NewTask | None = None, unique_ms: int = 0
+) -> Outcome:
+    """The outcome of an occurrence that is over: the task ends, or waits for ``following``.
+    ``unique_ms`` (the record's mark of ``unique_for``) goes with the end, or on to the
+    next occurrence's record."""
     if following is None:
-        return Outcome("done", claim, spawn=spawn)
-    record = Record.following(following).encode()
-    return Outcome("next", claim, following.due_ms, record, spawn=spawn)
+        return Outcome("done", claim, spawn=spawn, unique_ms=unique_ms)
+    nxt = following
+    record = Record(nxt.payload_json, nxt.trigger, nxt.occurrence_ms, 0, None, unique_ms)
+    return Outcome("next", claim, following.due_ms, record.encode(), spawn=spawn)
+
+
+def aborted(claim: Claim, following: Next | None, why: str, unique_ms: int = 0) -> Outcome:
+    """The outcome of an aborted run: not retried, no dead letter; the task ends (with its
+    mark of ``unique_for``: it counts as finished), or a series waits for ``following``;
+    marked ``aborted`` with ``why`` as its error."""
+    return success(claim, following, None, unique_ms)._replace(error=why, aborted=True)
 
 
 def retry_due(exc: Exception, policy: TaskPolicy, failures: int, now_ms: int) -> int:
@@ -149,8 +161,11 @@ def retry(
     trace: str | None = None,
 ) -> Outcome:
     """Another attempt at the same occurrence at ``due_ms``, keeping the payload as stored
-    and the trigger's ``state``, and the failed attempt's ``trace``."""
-    again = Record(record.payload_json, state, occurrence_ms, failures, trace).encode()
+    (and its mark of ``unique_for``) and the trigger's ``state``, and the failed attempt's
+    ``trace``."""
+    again = Record(
+        record.payload_json, state, occurrence_ms, failures, trace, record.unique_ms
+    ).encode()
     return Outcome("retry", claim, due_ms, again, error)
 
 
@@ -167,9 +182,14 @@ def given_up(
 ) -> Outcome:
     """An occurrence out of retries. A one-off task goes to the dead letters; a series files
     the occurrence there under ``"<id>@<occurrence ms>"`` and goes on with ``following``.
-    The dead letter keeps the last attempt's ``trace``."""
-    filed = Record(record.payload_json, None, occurrence_ms, failures, trace).encode()
+    The dead letter keeps the last attempt's ``trace``, and a one-off task's its mark of
+    ``unique_for`` (it counts as finished)."""
     if not series:
-        return Outcome("dead", claim, None, filed, error)
+        unique = record.unique_ms
+        filed = Record(record.payload_json, None, occurrence_ms, failures, trace, unique).encode()
+        return Outcome("dead", claim, None, filed, error, unique_ms=unique)
+    filed = Record(record.payload_json, None, occurrence_ms, failures, trace).encode()
     dead_id = occurrence_id(claim.id, occurrence_ms)
-    return success(claim, following)._replace(error=error, dead_id=dead_id, dead_record=filed)
+    return success(claim, following, None, record.unique_ms)._replace(
+        error=error, dead_id=dead_id, dead_record=filed
+    )

@@ -1,23 +1,22 @@
 """One claim held by a worker, from its claim until its outcome is settled: what the
 runner starts, the executor marks as it calls the handler, the outbox settles, and the
-listeners of finished runs read (``Listener.finished``); and what the run history keeps of
-it (:func:`note`)."""
+listeners of finished runs read (``Listener.finished``); and how such a run is aborted
+(:mod:`duetime.worker.abort` finds the runs the store marked)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import logging
 from dataclasses import dataclass
 
-from duetime.clock import in_range
-from duetime.stores.base import Claim, Outcome, noted
-from duetime.stores.runs import RunNote, RunOutcome
-from duetime.worker.outcome import bounded
+from duetime.errors import Abort
+from duetime.stores.base import Claim, Outcome
 
-#: The most bytes of UTF-8 of a run's error the history keeps (the traceback is bounded
-#: where the failure is judged: ``outcome.TRACE_BYTES``).
-ERROR_BYTES = 2048
+log = logging.getLogger(__name__)
 
-_new = tuple.__new__
+#: Why a run marked in the store is aborted, as its outcome's error says.
+ABORTED_BY_CALL = "aborted: App.abort() was called"
 
 
 @dataclass(eq=False, slots=True)
@@ -31,13 +30,12 @@ class Run:
         finished: its outcome is known (it may not be settled yet).
         fired_ms: when its handler started, by the store's clock (0.0: it did not start,
             or no listener or history asked for it: see ``Executor.marks``).
-        occurrence_ms: the occurrence its handler ran (0: unknown; noted with fired_ms).
-        attempt: which attempt at that occurrence it was (0: unknown; noted with fired_ms).
-        trace: the traceback of its failure, as the task keeps it.
-        verdict: how the run history names its end when its outcome's op does not say it:
-            ``"aborted"`` for a run cut short on purpose (it is neither retried nor
-            filed); None to go by the op.
+        occurrence_ms: the occurrence its handler ran (0: unknown; noted for the history).
+        attempt: which attempt at that occurrence it was (0: unknown; noted likewise).
+        trace: the traceback of its failure, as the task keeps it (for the history).
         outcome: what follows the run, once finished.
+        aborted: why the run is being aborted (None while it is not): see :func:`abort_run`.
+        cut: the timer that cancels an aborted handler again at the end of the grace.
     """
 
     claim: Claim
@@ -48,48 +46,84 @@ class Run:
     occurrence_ms: int = 0
     attempt: int = 0
     trace: str | None = None
-    verdict: RunOutcome | None = None
     outcome: Outcome | None = None
+    aborted: str | None = None
+    cut: asyncio.TimerHandle | None = None
 
 
-def done_run(
-    claim: Claim, started_ms: float, finished_ms: int, attempt: int, occurrence_ms: int
-) -> Outcome:
-    """``Outcome("done", claim)`` with its run's note, built the cheapest way: the hot path
-    of a type that keeps a history."""
-    ran = _new(RunNote, (int(started_ms), finished_ms, attempt, occurrence_ms, "done", "", ""))
-    return _new(Outcome, ("done", claim, None, "", "", "", "", None, ran))
+class AbortedRun(Abort):
+    """What the handler call of an aborted run gives its trigger in place of the handler's
+    own end (an :class:`~duetime.Abort`: never retried)."""
 
 
-def note(run: Run, outcome: Outcome, finished_ms: int) -> Outcome:
-    """``outcome`` with what the run history keeps of ``run``, which ended at
-    ``finished_ms`` (unless it has it already: :func:`done_run`); as it is for an end that
-    is not a run's (a hand-back, or a claim whose handler did not start and that did not
-    fail: a cron tick handed off or missed)."""
-    verdict = run.verdict
-    made = outcome[8]
-    if made is not None:  # a plain completion's, unless the run was aborted meanwhile
-        return outcome if verdict is None else noted(outcome, made._replace(outcome=verdict))
-    op = outcome.op
-    failed = op in ("retry", "dead") or bool(outcome.dead_id)
-    if op == "release" or not (run.fired_ms or failed or verdict):
-        return outcome
-    if verdict is None:
-        verdict = "failed" if op == "retry" else "dead" if failed else "done"
-    claim = run.claim
-    error = outcome.error
-    if error and len(error) > ERROR_BYTES // 4:  # four bytes of UTF-8 at most a character
-        error = bounded(error, ERROR_BYTES)
-    occurrence = run.occurrence_ms or claim.due_ms
-    kept = RunNote(
-        int(run.fired_ms),
-        finished_ms,
-        run.attempt or claim.stalls + 1,
-        # A claim of data the worker could not read (filed as corrupt) may say anything:
-        # what the history keeps of it stays in range for every store.
-        occurrence if in_range(occurrence) else 0,
-        verdict,
-        error,
-        run.trace or "",
+def aborted_error(run: Run) -> AbortedRun:
+    """The run's abort as its handler call's error."""
+    return AbortedRun(run.aborted or ABORTED_BY_CALL)
+
+
+def abort_run(run: Run, why: str, *, interruptible: bool, grace: float) -> bool:
+    """Abort ``run`` (unless it is already aborting or finished), saying ``why``; returns
+    whether this call began the abort.
+
+    With ``interruptible`` (an ``async def`` handler), its asyncio task is cancelled now,
+    and again after ``grace`` seconds if the handler still runs (it caught the first
+    cancellation to clean up). A plain ``def`` handler runs on in its thread; its result is
+    discarded when it ends. A run still waiting for its due time never calls its handler.
+    """
+    if run.aborted is not None or run.finished:
+        return False
+    run.aborted = why
+    task = run.task
+    if interruptible and task is not None:
+        task.cancel()
+        run.cut = asyncio.get_running_loop().call_later(grace, _cut_short, run)
+    return True
+
+
+def abort_later(
+    run: Run, delay: float | None, interruptible: bool, grace: float
+) -> asyncio.TimerHandle | None:
+    """A timer that aborts ``run`` in ``delay`` seconds (None: no timer): at the next tick
+    of a cron schedule whose overlap is ``cancel_other``."""
+    if delay is None:
+        return None
+    why = "aborted: the next tick came due (overlap=cancel_other)"
+    loop = asyncio.get_running_loop()
+    return loop.call_later(
+        max(0.0, delay),
+        functools.partial(abort_run, interruptible=interruptible, grace=grace),
+        run,
+        why,
     )
-    return noted(outcome, kept)
+
+
+def ended(run: Run, error: Exception | None) -> Exception | None:
+    """How a handler's call of ``run`` ended for its trigger: ``error`` (None when it
+    returned), or, once the run is being aborted, its abort (whatever the handler did: its
+    end is discarded)."""
+    if run.aborted is None:
+        return error
+    abort_taken(run)
+    return aborted_error(run)
+
+
+def _cut_short(run: Run) -> None:
+    run.cut = None
+    if not run.finished and run.task is not None:
+        log.warning(
+            "%s: its handler ran on past the grace period after it was aborted; cancelled again",
+            run.claim.id,
+        )
+        run.task.cancel()
+
+
+def abort_taken(run: Run) -> None:
+    """The abort of ``run`` reached its handler call (or its run, outside the call): no
+    second cancellation, and the current asyncio task is no longer being cancelled."""
+    if run.cut is not None:
+        run.cut.cancel()
+        run.cut = None
+    task = asyncio.current_task()
+    if task is not None:
+        while task.cancelling():
+            task.uncancel()

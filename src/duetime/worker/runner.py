@@ -10,29 +10,24 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
 from duetime.outage import OutageLog
-from duetime.stores.base import Claim, ClaimBatch, Outcome, Store
+from duetime.stores.base import NOTE, Claim, ClaimBatch, Outcome, Store
 from duetime.stores.capabilities import RUN_HISTORY, use
 from duetime.stores.runs import RunLog
 from duetime.tasktype import TaskType
 from duetime.validate import duration_ms
 from duetime.worker.executor import Executor
 from duetime.worker.failures import store_backoff
+from duetime.worker.notes import note
 from duetime.worker.outbox import Outbox
-from duetime.worker.run import Run, note
+from duetime.worker.run import Run, abort_taken
 
 log = logging.getLogger(__name__)
-
-#: How close to its due time a task claimed early is woken by the event loop's timer; the
-#: rest (less than this, in ms) it waits with the loop held, to start on time to the tenth
-#: of a millisecond rather than the millisecond.
-PRECISE_MS = 1.0
 
 
 @dataclass(eq=False)
@@ -189,20 +184,24 @@ class TypeRunner:
         try:
             if run.early:
                 clock, due = self.clock, run.claim.due_ms
-                # Claimed ahead of time: start it when it is due. An event loop's timers have
-                # a millisecond's grain (and may fire a fraction of one early): sleep on them
-                # to within PRECISE_MS, then wait the rest holding the loop, which happens
-                # once per due time (the tasks due with it find it passed).
-                while (ahead := due - clock.now()) > PRECISE_MS:  # noqa: ASYNC110 - a timer
-                    await asyncio.sleep((ahead - PRECISE_MS) / 1000)
-                if ahead > 0:
-                    time.sleep(ahead / 1000)  # noqa: ASYNC251 - under a millisecond, on purpose
+                # Claimed ahead of time: start it when it is due. The loop, because an event
+                # loop timer may fire a fraction of a millisecond early.
+                while (ahead := due - clock.now()) > 0:  # noqa: ASYNC110 - a timer, not a poll
+                    await asyncio.sleep(ahead / 1000)
             outcome = await self.executor.run(self.task_type, self.timeout, run)
         except asyncio.CancelledError:
-            # Cut short by the end of the grace period: hand the task back.
-            claim = run.claim
-            self.finish(run, Outcome("release", claim, claim.due_ms))
-            raise
+            if run.aborted is None:
+                # Cut short by the end of the grace period: hand the task back.
+                claim = run.claim
+                self.finish(run, Outcome("release", claim, claim.due_ms))
+                raise
+            # Aborted outside its handler's call (waiting for its due time, or in its
+            # trigger's bookkeeping): run it again, and its handler call ends at once as
+            # aborted, so that its trigger says what follows.
+            abort_taken(run)
+            run.early = False
+            await self._execute(run)
+            return
         except Exception as exc:  # the executor's own guard failed: still free the slot
             log.exception("%s: a run failed outside its handler", self.name)
             claim = run.claim
@@ -213,8 +212,8 @@ class TypeRunner:
         if started:
             self.running -= 1
         run.finished = True
-        if self.record is not None and (outcome[8] is None or run.verdict is not None):
-            outcome = note(run, outcome, self.clock.now_ms())  # the history's note rides along
+        if self.record is not None and outcome[NOTE] is None:  # the history's note rides along
+            outcome = note(run, outcome, self.clock.now_ms())
         run.outcome = outcome
         self.outbox.put(self.name, self.active, run)
         if self.waiting_for_slot:

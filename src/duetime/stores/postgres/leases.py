@@ -8,6 +8,7 @@ from typing import Any
 
 from duetime.stores.base import Claim, ClaimBatch, Outcome
 from duetime.stores.history import Newest, crashed, is_plain, pack, row_runs
+from duetime.stores.postgres.conditional import remember_finished
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.ops import Queues, write
 from duetime.stores.postgres.queries import Q
@@ -95,13 +96,33 @@ async def settle(
     common case is then one statement. The rest, and done outcomes of tasks rescheduled
     while they ran, go in one UPDATE (settle.sql), followed, in the same transaction, by
     the dead letters (``dead_id``) and new tasks (``spawn``) of the outcomes kept and the
-    deletion of the rows left empty. With ``record``, the runs of the outcomes kept that
-    carry a note are recorded in the same statement (settle_drop_logged.sql) or
-    transaction (add_runs.sql).
+    deletion of the rows left empty. A batch with runs of tasks scheduled with
+    ``unique_for`` (``unique_ms``) is one transaction, which also remembers their finishes.
+    With ``record``, the runs of the outcomes kept that carry a note are recorded in the
+    same statement (settle_drop_logged.sql) or transaction (add_runs.sql).
     """
     qid = await queues.find(conn, task_type)
     if qid is None:
         return [False] * len(outcomes)
+    if any(o.unique_ms for o in outcomes):  # runs of tasks scheduled with unique_for
+        async with conn.transaction():  # the finishes are remembered with the settle
+            kept = await _settle(conn, queues, qid, task_type, outcomes, now_ms, record)
+            ended = [o for o in outcomes if (o.claim.id, o.claim.token) in kept]
+            await remember_finished(conn, qid, ended, now_ms)
+    else:
+        kept = await _settle(conn, queues, qid, task_type, outcomes, now_ms, record)
+    return [(o.claim.id, o.claim.token) in kept for o in outcomes]
+
+
+async def _settle(
+    conn: Conn,
+    queues: Queues,
+    qid: int,
+    task_type: str,
+    outcomes: Sequence[Outcome],
+    now_ms: int,
+    record: RunLog | None,
+) -> set[tuple[str, int]]:
     kept: set[tuple[str, int]] = set()
     plain = [o for o in outcomes if o.op == "done" and not o.dead_id and o.spawn is None]
     if record is not None:  # a run other than a plain completion's is a row of its own
@@ -124,7 +145,7 @@ async def settle(
             ]
             if record is not None and noted:
                 await conn.execute(Q.add_runs, _runs(qid, noted, record, now_ms))
-    return [(o.claim.id, o.claim.token) in kept for o in outcomes]
+    return kept
 
 
 def _batch(qid: int, plain: Sequence[Outcome], record: RunLog, now_ms: int) -> dict[str, Any]:

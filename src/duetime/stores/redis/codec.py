@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from duetime.stores import wire
-from duetime.stores.base import Outcome, StoredTask
+from duetime.stores.base import NOTE, Outcome, StoredTask
 from duetime.stores.history import batch_run
 from duetime.stores.redis.keys import parse_lease
 from duetime.stores.runs import RunLog, RunNote, StoredRun
@@ -30,38 +30,43 @@ def ran_op(n: RunNote) -> tuple[Any, ...]:
 
 
 def settle_ops(
-    chunk: Sequence[Outcome], recorded: bool, now_ms: int
+    chunk: Sequence[Outcome],
+    recorded: bool,
+    now_ms: int,
+    keys: list[str],
+    finished: Callable[[str], str],
 ) -> tuple[list[Any], list[Outcome] | None]:
     """The settle script's ops for a chunk of outcomes (see settle.lua), and the outcomes in
     the order the script answers for them (None: the chunk's own): plain completions first,
     in one argument of ``done*`` lines; with ``recorded`` (the call has a ``log``), those
     that carry a plain completion's run in ``ran*`` (their lines, and their runs as the
     history's batch entries hold them, relative to ``now_ms``: see the preamble); the rest
-    one by one (an id holding a newline too). In one pass, by index: a named tuple's fields
-    cost a call, and this looks at every task."""
+    one by one (an id holding a newline too), each done or dead one of a task scheduled with
+    unique_for with a ``finish`` op, its finished key (``finished(id)``) added to ``keys``.
+    In one pass, by index: a named tuple's fields cost a call, and this looks at every
+    task."""
     plain: list[Outcome] = []
     plain_lines: list[str] = []
     ran: list[Outcome] = []
     ran_lines: list[str] = []
     ran_runs: list[str] = []
     rest: list[Outcome] = []
-    for o in chunk:  # o: op, claim, due, record, error, dead_id, dead_record, spawn, note
-        c = o[1]  # id, token, stalls, due, record
-        if o[0] != "done" or o[5] or o[7] is not None or "\n" in c[0]:
+    for o in chunk:  # op, claim, due, record, error, dead_id, dead_record, spawn, unique_ms,
+        c = o[1]  # aborted, note; c: id, token, stalls, due, record
+        if o[0] != "done" or o[5] or o[7] is not None or o[8] or "\n" in c[0]:
             rest.append(o)
             continue
-        n = o[8]  # started, finished, attempt, occurrence, outcome, error, trace
+        n = o[NOTE]  # started, finished, attempt, occurrence, outcome, error, trace
         if n is None or not recorded:
             plain.append(o)
             plain_lines.append(f"{c[1]}|{c[0]}")
         elif n[4] == "done" and not n[5] and not n[6]:
-            finished = n[1]
-            took = finished - n[0] if n[0] else ""
+            end = n[1]
+            took = end - n[0] if n[0] else ""
+            attempt = "" if n[2] == 1 else n[2]
             ran.append(o)
             ran_lines.append(f"{c[1]}|{c[0]}")
-            ran_runs.append(
-                f"{now_ms - finished}|{took}|{'' if n[2] == 1 else n[2]}|{now_ms - n[3]}"
-            )
+            ran_runs.append(f"{now_ms - end}|{took}|{attempt}|{now_ms - n[3]}")
         else:
             rest.append(o)
     ops: list[Any] = []
@@ -71,6 +76,9 @@ def settle_ops(
         ops += ("ran*", "\n".join(ran_lines), "\n".join(ran_runs))
     for o in rest:
         ops += settle_args(o, recorded)
+        if o[8] and o[0] in ("done", "dead"):  # remembered for unique_for
+            keys.append(finished(o[1][0]))
+            ops += ("finish", len(keys), o[8])
     groups = [group for group in (plain, ran, rest) if group]
     return ops, None if len(groups) == 1 else plain + ran + rest
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -15,6 +16,7 @@ from duetime.clock import StoreClock
 from duetime.errors import StoreError, StoreRefused
 from duetime.stores import wire
 from duetime.stores.base import (
+    AbortFound,
     Claim,
     ClaimBatch,
     NewTask,
@@ -39,6 +41,7 @@ from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,
     call_key,
+    finished_key,
     shard_wake_channel,
     type_keys,
     wake_channel,
@@ -68,6 +71,8 @@ REPLICA_WAIT_MS = 2000
 SETTLE_CHUNK = 500
 #: How long a settle's reply is kept for a resend of the call, as a claim's is.
 SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
+#: What abort.lua's reply means.
+_FOUND: dict[int, AbortFound] = {0: "missing", 1: "running", 2: "cancelled"}
 
 
 class RedisStore(RedisCapabilities):
@@ -230,6 +235,24 @@ class RedisStore(RedisCapabilities):
         reply = await self._run("cancel", [k.due, k.data, k.dead, k.meta], [task_id])
         return bool(reply[0])
 
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        k = self.keys(task_type)
+        keys = [k.due, k.data, k.dead, k.meta, k.lease, k.abort]
+        reply = await self._run("abort", keys, [task_id, self._wake(task_type), task_type])
+        return _FOUND[reply[0]]
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        if not claims:
+            return []
+        k = self.keys(task_type)
+        args: list[Any] = []
+        for claim in claims:
+            args += (claim.id, claim.token)
+        marked = {
+            wire.text(task_id) for task_id in await self._run("aborting", [k.lease, k.abort], args)
+        }
+        return [claim for claim in claims if claim.id in marked]
+
     async def revive(
         self, task_type: str, task_id: str, due_ms: int, record: str | None = None
     ) -> bool:
@@ -280,16 +303,18 @@ class RedisStore(RedisCapabilities):
         k = self.keys(task_type)
         kept: list[bool] = []
         head: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
-        if record is not None:
-            head += ("log", *log_args(record))
+        if record is not None:  # the history and its tally are KEYS[8] and KEYS[9]
+            head += ("log", 8, 9, *log_args(record))
         for start in range(0, len(outcomes), SETTLE_CHUNK):
             chunk = outcomes[start : start + SETTLE_CHUNK]
-            ops, order = settle_ops(chunk, record is not None, now_ms)
             # A call key of its own: a resend finds the reply of the first send, and does
-            # not take the outcomes that send kept for lost leases.
+            # not take the outcomes that send kept for lost leases. Then the history's keys,
+            # then the finished keys of tasks scheduled with unique_for.
             keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
             if record is not None:
                 keys += (k.runs, k.tally)
+            finished = functools.partial(finished_key, k)
+            ops, order = settle_ops(chunk, record is not None, now_ms, keys, finished)
             reply = await self._run("settle", keys, [*head, *ops])
             if order is None:  # the answers are in the outcomes' order
                 kept += [answer == 1 for answer in reply]

@@ -10,6 +10,7 @@ from duetime.stores import wire
 from duetime.stores.base import Claim, ClaimBatch, Outcome
 from duetime.stores.history import Newest, crashed, is_plain, pack, row_runs
 from duetime.stores.runs import RunLog, RunNote, StoredRun
+from duetime.stores.sqlite.conditional import remember_finished
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
 
@@ -134,6 +135,8 @@ def _settle(
             judged.append(_Judged(outcome, row[0], bool(row[2]), bool(row[3])))
     if not judged:
         return kept, []
+    if any(j.outcome.unique_ms for j in judged):  # runs of tasks scheduled with unique_for
+        remember_finished(conn, qid, [j.outcome for j in judged], now_ms)
     head = head_due(conn, qid)
 
     # A done run of a task that is neither due again nor dead takes the whole row with it.

@@ -11,6 +11,7 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from duetime.errors import StoreError, StoreRefused
 from duetime.stores.base import (
+    AbortFound,
     Claim,
     ClaimBatch,
     NewTask,
@@ -20,9 +21,10 @@ from duetime.stores.base import (
     WakeCallback,
     check_claim_arguments,
 )
+from duetime.stores.conditional import Answer, Condition, check_conditions
 from duetime.stores.history import check_log
 from duetime.stores.runs import RunLog, StoredRun
-from duetime.stores.sqlite import leases, ops, wake
+from duetime.stores.sqlite import conditional, leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database, map_error
 from duetime.stores.sqlite.telemetry import SqliteTelemetry
@@ -203,6 +205,18 @@ class SqliteStore:
         """Remove a task whatever its state; a running one keeps its lease to the end."""
         return await self._write("cancel", ops.cancel, self._queues, task_type, task_id)
 
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        """Mark the run holding the task's lease to abort, or cancel a task no run holds."""
+        found, wakes = await self._write("abort", ops.abort, self._queues, task_type, task_id)
+        wake.notify(self._key, self.config.namespace, wakes)
+        return found
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        """The claims whose run is marked to abort."""
+        if not claims:
+            return []
+        return await self._read("aborting", ops.aborting, self._queues, task_type, claims)
+
     async def revive(
         self, task_type: str, task_id: str, due_ms: int, record: str | None = None
     ) -> bool:
@@ -288,6 +302,22 @@ class SqliteStore:
         if not claims:
             return []
         return await self._write("extend", ops.extend, self._queues, task_type, claims, deadline_ms)
+
+    # -- writes on conditions ---------------------------------------------------------------
+
+    async def schedule_if(
+        self, task_type: str, tasks: Sequence[Condition], now_ms: int
+    ) -> list[Answer]:
+        """Write tasks on their conditions in one transaction (see
+        ``ConditionalSchedule.schedule_if``)."""
+        if not tasks:
+            return []
+        check_conditions(tasks)
+        answers, wakes = await self._write(
+            "schedule_if", conditional.schedule_if, self._queues, task_type, tasks, now_ms
+        )
+        wake.notify(self._key, self.config.namespace, wakes)
+        return answers
 
     # -- expiring entries -----------------------------------------------------------------
 

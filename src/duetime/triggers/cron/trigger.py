@@ -4,8 +4,12 @@ A cron schedule is a task whose id is the schedule's name and whose record carri
 trigger under ``"c"``; it is due at its next tick (plus jitter), and its record's occurrence
 is that tick. Claiming it decides which tick runs under the missed-tick policy, or runs
 the tick again when its run crashed (the claim has stalls: its lease expired). With
-overlap "skip" the handler runs under the schedule's own lease; with overlap "allow" the
-tick is handed off as a task of its own, atomically with moving on to the next tick.
+overlap "allow" the tick is handed off as a task of its own, atomically with moving on to
+the next tick; under every other policy the handler runs under the schedule's own lease,
+and the policy says what follows a run that outlasted its period: "skip" waits for the
+next tick; "buffer_one" and "buffer_all" keep the ticks that came due meanwhile in the
+record (``waiting``) and run them, oldest first, as soon as the run ends; "cancel_other"
+aborts the run as the next tick comes due, and that tick runs once the run has ended.
 """
 
 from __future__ import annotations
@@ -15,19 +19,24 @@ import logging
 import random
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
+from zoneinfo import ZoneInfo
 
-from duetime.clock import MAX_MS, NEVER_MS, iso
+from duetime.clock import NEVER_MS, iso
 from duetime.errors import SchemaError, ValidationError
 from duetime.stores.base import Outcome
 from duetime.triggers.base import Job, Next
+from duetime.triggers.cron import stored
 from duetime.triggers.cron.expression import CronExpr, parse_cron
 from duetime.triggers.cron.policy import (
+    BUFFERED,
     MISSED,
+    MISSED_AFTER_MS,
     OVERLAP,
     Missed,
     Overlap,
     Plan,
-    after_run,
+    abort_at,
+    after_overlap,
     next_for_allow,
     plan_claim,
 )
@@ -50,6 +59,17 @@ class CronTrigger:
         missed_count: ticks missed so far (every worker was down past them, or a
             crashed run's lease held the schedule).
         skipped_count: ticks skipped so far because the previous run was still running.
+        start_ms, end_ms: no tick before the one, nor after the other.
+        limit: the most runs (done or dead) the schedule makes; ``run_count`` so far.
+        grace_ms: how late a tick may start and still run (see the missed policy).
+        finished: past its end or its limit, it waits for nothing (and stays listed).
+        immediate: a run is due at once, before the ticks: the one ``immediately`` asks
+            for when the schedule is first written.
+        waiting: under overlap "buffer_one" or "buffer_all", the ticks that came due during
+            a run and wait to run, oldest first: the first is the occurrence the schedule
+            is due for (at once).
+        since_ms: with ``waiting``, when the run they waited for ended: the ticks up to
+            then are accounted for.
     """
 
     KEY: ClassVar[str] = "c"
@@ -62,6 +82,15 @@ class CronTrigger:
     paused: bool = False
     missed_count: int = 0
     skipped_count: int = 0
+    start_ms: int | None = None
+    end_ms: int | None = None
+    limit: int | None = None
+    grace_ms: int = MISSED_AFTER_MS
+    run_count: int = 0
+    finished: bool = False
+    immediate: bool = False
+    waiting: tuple[int, ...] = ()
+    since_ms: int | None = None
 
     def definition(self) -> tuple[object, ...]:
         """What the user declared: two triggers with the same definition are the same
@@ -73,16 +102,22 @@ class CronTrigger:
             self.overlap,
             self.jitter_ms,
             self.catchup_ms,
+            self.start_ms,
+            self.end_ms,
+            self.limit,
+            self.grace_ms,
         )
 
-    def carried_from(self, old: Any) -> CronTrigger:
+    def carried_from(self, old: Any, waiting: bool = True) -> CronTrigger:
         """This definition with ``old``'s paused state and counters: a schedule updated in
-        place keeps them."""
+        place keeps them, and its immediate run while it still waits (not once it runs)."""
         return replace(
             self,
             paused=old.paused,
             missed_count=old.missed_count,
             skipped_count=old.skipped_count,
+            run_count=old.run_count,
+            immediate=old.immediate and waiting,
         )
 
     def to_json(self) -> dict[str, object]:
@@ -95,6 +130,15 @@ class CronTrigger:
             "q": (self.paused, False),
             "nm": (self.missed_count, 0),
             "ns": (self.skipped_count, 0),
+            "s": (self.start_ms, None),
+            "e": (self.end_ms, None),
+            "l": (self.limit, None),
+            "g": (self.grace_ms, MISSED_AFTER_MS),
+            "nr": (self.run_count, 0),
+            "f": (self.finished, False),
+            "i": (self.immediate, False),
+            "b": (list(self.waiting), []),
+            "bs": (self.since_ms, None),
         }
         for key, (value, default) in optional.items():
             if value != default:
@@ -107,10 +151,10 @@ class CronTrigger:
         missed, overlap = doc.get("m", "skip"), doc.get("v", "skip")
         if missed not in MISSED or overlap not in OVERLAP:
             raise ValidationError("cron", f"unknown policy {missed!r} or {overlap!r}")
-        jitter, missed_count, skipped_count = (_int(doc, key) for key in ("j", "nm", "ns"))
-        catchup = None if doc.get("w") is None else _int(doc, "w")
-        if catchup == 0:
-            raise ValidationError("cron", "stored catch-up window 'w' is not over 0")
+        jitter, missed_count, skipped_count, run_count = (
+            stored.whole(doc, key) for key in ("j", "nm", "ns", "nr")
+        )
+        catchup, limit, grace = (stored.positive(doc, key) for key in ("w", "l", "g"))
         return cls(
             parse_cron(doc.get("x"), doc.get("z")),
             missed,
@@ -120,6 +164,15 @@ class CronTrigger:
             bool(doc.get("q", False)),
             missed_count,
             skipped_count,
+            start_ms=stored.time_ms(doc, "s"),
+            end_ms=stored.time_ms(doc, "e"),
+            limit=limit,
+            grace_ms=MISSED_AFTER_MS if grace is None else grace,
+            run_count=run_count,
+            finished=bool(doc.get("f", False)),
+            immediate=bool(doc.get("i", False)),
+            waiting=stored.ticks(doc.get("b", [])),
+            since_ms=None if doc.get("bs") is None else stored.whole(doc, "bs"),
         )
 
     @classmethod
@@ -138,21 +191,85 @@ class CronTrigger:
     def shown(self) -> dict[str, Any]:
         return {}
 
-    def start(self, payload_json: str, now_ms: int) -> Next:
-        """The schedule waiting for its first tick after ``now_ms`` (never, while paused)."""
-        tick = NEVER_MS if self.paused else self.expr.next_after(now_ms)
-        return self.waiting_for(payload_json, tick)
+    def start(self, payload_json: str, now_ms: int, immediately: bool = False) -> Next:
+        """The schedule waiting for its first tick after ``now_ms`` and not before its
+        start (never, while paused; nothing once past its end or limit); with
+        ``immediately`` (or an immediate run still pending), for a run at once first (at
+        its start, if that is later). Ticks that waited (buffer_one, buffer_all) are given
+        up."""
+        spec = replace(
+            self,
+            finished=False,
+            immediate=self.immediate or immediately,
+            waiting=(),
+            since_ms=None,
+        )
+        if spec.paused:
+            return spec.waiting_for(payload_json, NEVER_MS)
+        begin = now_ms if self.start_ms is None else max(now_ms, self.start_ms)
+        if spec.immediate:
+            if not spec.over(begin):
+                return Next(begin, payload_json, spec, begin)
+            spec = replace(spec, immediate=False)
+        after = now_ms if begin == now_ms else begin - 1  # a tick at the start is its first
+        return spec.waiting_for(payload_json, spec.expr.next_after(after))
+
+    def over(self, tick_ms: int) -> bool:
+        """Whether the schedule ends before the tick at ``tick_ms``: past its end, or its
+        limit of runs reached."""
+        if self.end_ms is not None and tick_ms > self.end_ms:
+            return True
+        return self.limit is not None and self.run_count >= self.limit
 
     def waiting_for(self, payload_json: str, tick_ms: int) -> Next:
         """The schedule waiting for the tick at ``tick_ms``: due then, plus jitter unless
-        paused, with the tick as its occurrence."""
+        paused, with the tick as its occurrence; finished instead, waiting for nothing,
+        when it ends before that tick."""
+        if not self.paused and self.over(tick_ms):
+            return Next(NEVER_MS, payload_json, replace(self, finished=True), NEVER_MS)
         jitter = random.randint(0, self.jitter_ms) if self.jitter_ms and not self.paused else 0
         return Next(tick_ms + jitter, payload_json, self, tick_ms)
+
+    def upcoming(self, pending_ms: int, now_ms: int, count: int, *, running: bool) -> list[int]:
+        """The next ``count`` ticks (fewer when the schedule ends first): from the one it
+        waits for at ``pending_ms`` (the ticks that wait, under buffer_one or buffer_all,
+        first), or after ``now_ms`` while a run holds it."""
+        if self.paused or self.finished:
+            return []
+        left = count
+        if self.limit is not None:
+            left = min(count, self.limit - self.run_count - (1 if running else 0))
+        if left <= 0:
+            return []
+        ticks = self.expr.ticks(now_ms, left) if running else [pending_ms]
+        if not running and self.waiting and self.waiting[0] == pending_ms:
+            after = max(now_ms, self.waiting[-1])
+            ticks = [*self.waiting, *self.expr.ticks(after, left)][:left]
+        elif not running:
+            ticks += self.expr.ticks(pending_ms, left - 1)
+        return [t for t in ticks if self.end_ms is None or t <= self.end_ms]
+
+    def zone(self) -> ZoneInfo:
+        """The schedule's time zone."""
+        return self.expr.tz
 
     async def run(self, job: Job) -> Outcome:
         now = job.now_ms()
         spec, tick = self, job.occurrence_ms
-        if job.failures:
+        waiting: tuple[int, ...] = ()
+        since: int | None = None
+        if spec.immediate:
+            # The run asked for as the schedule was created: it runs however late, and the
+            # ticks that came due meanwhile are planned after it, as after a re-run.
+            run, again = tick, True
+            spec = replace(spec, immediate=False)
+        elif spec.waiting and spec.waiting[0] == tick:
+            # A tick that waited for the run before it (buffer_one, buffer_all): it runs
+            # now, however late, and the ticks behind it keep waiting.
+            run, again = tick, job.claim.stalls > 0
+            waiting, since = spec.waiting[1:], spec.since_ms
+            spec = replace(spec, waiting=(), since_ms=None)
+        elif job.failures:
             # A retry of a tick that failed: run it again, no planning. After a crash (the
             # claim has stalls) it goes on as the tick's re-run would have.
             run, again = tick, job.claim.stalls > 0
@@ -163,29 +280,49 @@ class CronTrigger:
                 return job.done(spec.waiting_for(job.payload_json, plan.next_ms))
             run, again = plan.run_ms, plan.again
         if spec.overlap == "allow":
-            following = spec.waiting_for(job.payload_json, next_for_allow(spec, run, now, again))
+            # The tick handed off counts as run: it runs (done or dead) as a task of its own.
+            ran = replace(spec, run_count=spec.run_count + 1)
+            following = ran.waiting_for(job.payload_json, next_for_allow(spec, run, now, again))
             return job.done(following, hand_off_ms=run)
-        error = await job.call(run)
+        error = await job.call(run, abort_at_ms=abort_at(spec, run, now))
         if error is None:
             # Schedules often tick together: let the other handlers of this tick start
             # before the bookkeeping of this one.
             await asyncio.sleep(0)
-        nxt, skipped = after_run(spec, run, now, job.now_ms(), again)
+        end = job.now_ms()
+        after = after_overlap(spec, run, now, end, again, waiting, since)
+        skipped = after.skipped
         counted = replace(spec, skipped_count=spec.skipped_count + skipped) if skipped else spec
-        following = counted.waiting_for(job.payload_json, nxt)
+        if after.waiting:
+            counted = replace(counted, waiting=after.waiting, since_ms=end)
+        # Counted once the tick is over (done or dead), not in the state a retry keeps.
+        ran = replace(counted, run_count=counted.run_count + 1)
+        following = ran.waiting_for(job.payload_json, after.next_ms)
         # A retry of a tick run again goes on from the tick after it, and so plans the
         # ticks that came due during this run once more: they count only if it is given up.
         if error is None or not again:
-            _log_skipped(job, skipped)
+            _log_skipped(job, skipped, spec.overlap)
         if error is None:
             return job.done(following)
 
         async def follow() -> Next:
             if again:
-                _log_skipped(job, skipped)
+                _log_skipped(job, skipped, spec.overlap)
             return following
 
-        return await job.failed(error, run, spec if again else counted, follow)
+        return await job.failed(error, run, _retried(spec, counted, run, again, end), follow)
+
+
+def _retried(
+    spec: CronTrigger, counted: CronTrigger, run_ms: int, again: bool, end_ms: int
+) -> CronTrigger:
+    """The schedule's state in the record of a retry of ``run_ms``: under a buffering
+    policy, the tick heads the ticks that wait (those that came due during the failed run
+    included), so that they run after it; else ``counted`` (``spec`` for a tick run again
+    after a crash: its skips count only once it is given up)."""
+    if spec.overlap in BUFFERED:
+        return replace(counted, waiting=(run_ms, *counted.waiting), since_ms=end_ms)
+    return spec if again else counted
 
 
 def _planned(spec: CronTrigger, tick_ms: int, now_ms: int, stalls: int) -> Plan:
@@ -216,25 +353,19 @@ def _noted(job: Job, spec: CronTrigger, plan: Plan, tick_ms: int) -> CronTrigger
     return replace(spec, missed_count=spec.missed_count + plan.missed_total)
 
 
-def _int(doc: dict[str, object], key: str) -> int:
-    value = doc.get(key, 0)
-    if type(value) is not int or not 0 <= value <= MAX_MS:
-        raise ValidationError("cron", f"stored field {key!r} is not a whole number of 0 or more")
-    return value
-
-
 def _shown_tick(tick_ms: int) -> str:
     return iso(tick_ms)
 
 
-def _log_skipped(job: Job, skipped: int) -> None:
+def _log_skipped(job: Job, skipped: int, overlap: Overlap) -> None:
     if skipped:
         log.warning(
             "%s/%s: %d ticks came due while the previous run was still running; "
-            "skipped (overlap=skip)",
+            "skipped (overlap=%s)",
             job.task_name,
             job.claim.id,
             skipped,
+            overlap,
         )
 
 

@@ -17,10 +17,17 @@
 --   spawn    id due record            (after one of the above, applied only if that one
 --                                     is kept) also schedule a new task: a cron tick
 --                                     handed off to run on its own
---   log      worker keep max_age      (before any ran or ran*) record runs in the type's
---                                     history KEYS[8] (see the preamble), by this worker,
---                                     then trim it to its newest `keep` runs and to those
---                                     that finished at most `max_age` ms before now
+--   finish   key window               (after done or dead, applied only if that one is
+--                                     kept) remember when the task finished: set
+--                                     KEYS[key] (its finished key) to now, expiring
+--                                     after window ms (a task scheduled with
+--                                     unique_for; see schedule_if.lua)
+--   log      runs tally worker keep max_age
+--                                     (before any ran or ran*) record runs in the type's
+--                                     history KEYS[runs] and its tally KEYS[tally] (see
+--                                     the preamble), by this worker, then trim it to its
+--                                     newest `keep` runs and to those that finished at
+--                                     most `max_age` ms before now
 --   ran      started finished attempt occurrence outcome error trace
 --                                     (after one of the outcomes, recorded only if that
 --                                     one is kept) its run, an entry of its own; started
@@ -39,8 +46,8 @@
 -- reply was lost) returns it instead of reporting the outcomes it kept as lost.
 --
 -- KEYS[1] due, KEYS[2] running, KEYS[3] data, KEYS[4] lease, KEYS[5] meta, KEYS[6] dead,
--- KEYS[7] this call's key, KEYS[8] the run history and KEYS[9] its tally (only with log;
--- see the preamble)
+-- KEYS[7] this call's key, KEYS[8..] the finished keys that finish ops name, and the run
+-- history and its tally that a log op names
 -- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4] how long to keep the
 -- reply for a resent call (ms), ARGV[5..] ops as above
 --
@@ -49,10 +56,9 @@
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local meta, dead, call, runs, tally = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local meta, dead, call = KEYS[5], KEYS[6], KEYS[7]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
                         meta, 'hash', dead, 'zset', call, 'string'})
-       or (runs and wrong_type({runs, 'stream', tally or '', 'string'}))
 if bad then
   return {-1, bad}
 end
@@ -67,10 +73,10 @@ end
 
 -- The fields after each op's name.
 local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, file = 3,
-               spawn = 3, log = 3, ran = 7, ['ran*'] = 2}
+               spawn = 3, finish = 2, log = 5, ran = 7, ['ran*'] = 2}
 local OUTCOMES = {done = true, failed = true, dead = true, aborted = true}
 local items, ids = {}, {}
-local log, batch
+local log, batch, runs, tally
 local i = 5
 while i <= #ARGV do
   local op = ARGV[i]
@@ -97,11 +103,16 @@ while i <= #ARGV do
       batch = {first = first, last = #items, lines = ARGV[i + 1], runs = ARGV[i + 2]}
     end
   elseif op == 'log' then
-    if not (runs and tally) then
+    runs, tally = KEYS[tonumber(ARGV[i + 1]) or 0], KEYS[tonumber(ARGV[i + 2]) or 0]
+    if not (runs and tally) or tonumber(ARGV[i + 1]) < 8 or tonumber(ARGV[i + 2]) < 8 then
       return {-2, 'log needs the run history and its tally'}
     end
+    local wrong = wrong_type({runs, 'stream', tally, 'string'})
+    if wrong then
+      return {-1, wrong}
+    end
     local why
-    log, why = run_log(i + 1)
+    log, why = run_log(i + 3)
     if not log then
       return {-2, why}
     end
@@ -124,6 +135,12 @@ while i <= #ARGV do
       return {-2, 'spawn needs a due time'}
     end
     items[#items][op] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]}
+  elseif op == 'finish' then
+    local key, window = KEYS[tonumber(ARGV[i + 1]) or 0], tonumber(ARGV[i + 2])
+    if #items == 0 or not key or tonumber(ARGV[i + 1]) < 8 or not window or window <= 0 then
+      return {-2, 'finish must follow an outcome, with a key and a window'}
+    end
+    items[#items].finish = {key, ARGV[i + 2]}
   else
     local item = {op = op, id = ARGV[i + 1], token = ARGV[i + 2]}
     if op == 'dead' then
@@ -171,6 +188,9 @@ local earliest
 for k, item in ipairs(items) do
   if kept[k] == 1 then
     local id, op = item.id, item.op
+    if item.finish then
+      redis.call('SET', item.finish[1], now, 'PX', item.finish[2])
+    end
     if item.file then
       redis.call('ZADD', dead, now, item.file[1])
       redis.call('HSET', data, item.file[1], item.file[2])
