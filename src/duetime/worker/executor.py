@@ -58,10 +58,7 @@ class Executor:
             nothing else.
         grace: seconds an aborted ``async def`` handler gets to clean up before it is
             cancelled again (the worker's grace).
-        noting: the task types whose runs the run history keeps: what it keeps of each
-            (its start and end, occurrence, attempt and traceback) is noted on its
-            :class:`~duetime.worker.run.Run`, or on the outcome at once (a plain
-            completion: :func:`~duetime.worker.notes.done_run`).
+        noting: the task types whose runs the run history keeps (:mod:`.notes`).
     """
 
     def __init__(
@@ -129,19 +126,17 @@ class Executor:
                 # common case and the hot path. What run_once does with a Job, inline (no
                 # coroutine of its own), without a Job unless the handler fails.
                 occurrence = claim.due_ms if record.occurrence_ms is None else record.occurrence_ms
-                ctx = _context(self, task_type, claim, record, occurrence)
+                ctx, unique = _context(self, task_type, claim, record, occurrence), record.unique_ms
                 if self.marks:
                     run.fired_ms = self.clock.now()
                 error: Exception | None = None
                 try:
                     await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
-                    if run.aborted is None and task_type.name in self.noted:
-                        # The run history's note, made at once (ctx[3]: the attempt).
-                        finish = int(self.clock.now())
-                        fired, unique = run.fired_ms, record.unique_ms
-                        return done_run(claim, fired, finish, ctx[3], occurrence, unique)
                     if run.aborted is None:
-                        return done(claim, record.unique_ms)
+                        if task_type.name in self.noted:  # its note (ctx[3]: the attempt)
+                            ended_ms, fired = int(self.clock.now()), run.fired_ms
+                            return done_run(claim, fired, ended_ms, ctx[3], occurrence, unique)
+                        return done(claim, unique)
                 except Exception as exc:
                     error = exc
                 run.occurrence_ms, run.attempt = occurrence, ctx[3]  # for the history's note

@@ -23,10 +23,11 @@ from duetime.stores.base import (
 )
 from duetime.stores.conditional import Answer, Condition, check_conditions
 from duetime.stores.history import check_log
-from duetime.stores.runs import RunLog, StoredRun
+from duetime.stores.runs import RunLog
 from duetime.stores.sqlite import conditional, leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database, map_error
+from duetime.stores.sqlite.history import RunReads
 from duetime.stores.sqlite.telemetry import SqliteTelemetry
 from duetime.stores.telemetry import Telemetry
 
@@ -43,7 +44,7 @@ NORMAL_WARNING = (
 )
 
 
-class SqliteStore:
+class SqliteStore(RunReads):
     """A :class:`~duetime.stores.base.Store` in one SQLite file, shared by processes.
 
     The file is in WAL mode; every write is one ``BEGIN IMMEDIATE`` transaction, retried
@@ -358,20 +359,6 @@ class SqliteStore:
         if limit < 1:
             raise StoreRefused("bad arguments: limit must be over 0")
         return await self._read("active_ids", ops.active_ids, self._queues, task_type, limit)
-
-    async def runs(
-        self,
-        task_type: str,
-        *,
-        task_id: str | None = None,
-        limit: int,
-        since_ms: int | None = None,
-    ) -> list[StoredRun]:
-        """The type's newest runs, of ``task_id`` if given, finished since ``since_ms``."""
-        if limit < 1:
-            raise StoreRefused("bad arguments: limit must be over 0")
-        q = self._queues
-        return await self._read("runs", leases.read_runs, q, task_type, task_id, limit, since_ms)
 
     async def count(self, task_type: str) -> dict[State, int]:
         """How many tasks are due, running and dead."""
