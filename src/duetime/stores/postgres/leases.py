@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from duetime.stores.base import Claim, ClaimBatch, Outcome
+from duetime.stores.base import Claim, ClaimBatch, Outcome, new_claim
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.ops import Queues, write
 from duetime.stores.postgres.queries import Q
@@ -47,6 +47,7 @@ async def claim(
         "now": now_ms,
     }
     async with conn.pipeline(), conn.transaction():
+        await conn.execute(Q.claim_plan)
         reaping = await conn.execute(Q.reap, reap_params)
         leasing = await conn.execute(Q.claim, claim_params) if limit > 0 else None
         looking = await conn.execute(Q.next_ms, {"qid": qid})
@@ -57,7 +58,7 @@ async def claim(
     claims = []
     if leasing is not None:
         rows = sorted(await leasing.fetchall(), key=lambda r: (r[3], r[0]))
-        claims = [Claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
+        claims = [new_claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
     row = await looking.fetchone()
     assert row is not None
     times = [t for t in row if t is not None]
@@ -82,7 +83,15 @@ async def settle(
     plain = [o for o in outcomes if o.op == "done" and not o.dead_id and o.spawn is None]
     if plain:
         cur = await conn.execute(Q.settle_drop, {"qid": qid, **_claims(plain)})
-        kept.update((row[0], row[1]) for row in await cur.fetchall())
+        row = await cur.fetchone()
+        assert row is not None
+        deleted, ids, tokens = row
+        if deleted == len(plain):  # every one kept (their ids are distinct)
+            if len(plain) == len(outcomes):
+                return [True] * len(outcomes)  # the common settle
+            kept.update((o.claim.id, o.claim.token) for o in plain)
+        else:
+            kept.update(zip(ids or [], tokens or [], strict=True))
     rest = [o for o in outcomes if (o.claim.id, o.claim.token) not in kept]
     if rest:
         async with conn.transaction():
