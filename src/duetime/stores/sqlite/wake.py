@@ -40,7 +40,11 @@ class Listener:
     seen: dict[str, int] = field(default_factory=dict)  # type -> last serial delivered
 
     def deliver(self, task_type: str, due_ms: int, serial: int) -> None:
-        """Call back (in the listener's loop) and remember the serial as delivered."""
+        """Call back (in the listener's loop) and remember the serial as delivered, unless
+        it was delivered already: a writer in this process hands its wake-up over once its
+        commit is back, and the poll may have read that commit first."""
+        if self.seen.get(task_type) == serial:
+            return
         self.seen[task_type] = serial
         log.debug("wake-up: %s/%s due at %d (serial %d)", self.namespace, task_type, due_ms, serial)
         self.call(task_type, due_ms)
