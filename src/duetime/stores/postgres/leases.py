@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from duetime.stores.base import Claim, ClaimBatch, Outcome
+from duetime.stores.base import Claim, ClaimBatch, Outcome, new_claim
 from duetime.stores.postgres.conditional import remember_finished
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.ops import Queues, write
@@ -48,6 +48,7 @@ async def claim(
         "now": now_ms,
     }
     async with conn.pipeline(), conn.transaction():
+        await conn.execute(Q.claim_plan)
         reaping = await conn.execute(Q.reap, reap_params)
         leasing = await conn.execute(Q.claim, claim_params) if limit > 0 else None
         looking = await conn.execute(Q.next_ms, {"qid": qid})
@@ -58,7 +59,7 @@ async def claim(
     claims = []
     if leasing is not None:
         rows = sorted(await leasing.fetchall(), key=lambda r: (r[3], r[0]))
-        claims = [Claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
+        claims = [new_claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
     row = await looking.fetchone()
     assert row is not None
     times = [t for t in row if t is not None]
@@ -83,21 +84,32 @@ async def settle(
     if any(o.unique_ms for o in outcomes):  # runs of tasks scheduled with unique_for
         async with conn.transaction():  # the finishes are remembered with the settle
             kept = await _settle(conn, queues, qid, task_type, outcomes, now_ms)
-            ended = [o for o in outcomes if (o.claim.id, o.claim.token) in kept]
+            ended = [o for o in outcomes if kept is None or (o.claim.id, o.claim.token) in kept]
             await remember_finished(conn, qid, ended, now_ms)
     else:
         kept = await _settle(conn, queues, qid, task_type, outcomes, now_ms)
+    if kept is None:
+        return [True] * len(outcomes)  # the common settle
     return [(o.claim.id, o.claim.token) in kept for o in outcomes]
 
 
 async def _settle(
     conn: Conn, queues: Queues, qid: int, task_type: str, outcomes: Sequence[Outcome], now_ms: int
-) -> set[tuple[str, int]]:
+) -> set[tuple[str, int]] | None:
+    """The (id, token) of each outcome kept; None when every one was."""
     kept: set[tuple[str, int]] = set()
     plain = [o for o in outcomes if o.op == "done" and not o.dead_id and o.spawn is None]
     if plain:
         cur = await conn.execute(Q.settle_drop, {"qid": qid, **_claims(plain)})
-        kept.update((row[0], row[1]) for row in await cur.fetchall())
+        row = await cur.fetchone()
+        assert row is not None
+        deleted, ids, tokens = row
+        if deleted == len(plain):  # every one kept (their ids are distinct)
+            if len(plain) == len(outcomes):
+                return None  # the common settle: every one kept
+            kept.update((o.claim.id, o.claim.token) for o in plain)
+        else:
+            kept.update(zip(ids or [], tokens or [], strict=True))
     rest = [o for o in outcomes if (o.claim.id, o.claim.token) not in kept]
     if rest:
         async with conn.transaction():

@@ -44,6 +44,7 @@ class Queries:
     reap: bytes
     vacate: bytes
     claim: bytes
+    claim_plan: bytes
     settle_drop: bytes
     settle: bytes
     file_dead: bytes

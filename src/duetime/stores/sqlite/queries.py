@@ -47,6 +47,7 @@ class Queries:
     take_tokens: str
     lease: str
     settle_read: str
+    settle_read_one: str
     settle_drop: str
     settle_end: str
     file_dead: str

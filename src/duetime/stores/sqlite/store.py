@@ -270,15 +270,26 @@ class SqliteStore:
         )
 
     async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
-        """Apply the outcomes of runs in one transaction; per outcome, whether it was kept."""
+        """Apply the outcomes of runs in one transaction; per outcome, whether it was kept.
+
+        The common settle (a plain completion of each run, every one still leased) is one
+        statement outside a transaction, which SQLite makes atomic on its own; any other
+        batch, or one of those that finds a lease lost, is judged outcome by outcome in one
+        transaction (that first statement then wrote nothing).
+        """
         if not outcomes:
             return []
         for o in outcomes:
             if o.op in ("next", "retry", "release") and o.due_ms is None:
                 raise StoreRefused(f"bad arguments: {o.op} needs a due time")
-        kept, wakes = await self._write(
-            "settle", leases.settle, self._queues, task_type, outcomes, int(now_ms)
-        )
+        queues, now = self._queues, int(now_ms)
+
+        def job(db: Database) -> tuple[list[bool], list[ops.Wake]]:
+            if db.autocommit(leases.settle_done, queues, task_type, outcomes):
+                return [True] * len(outcomes), []  # no task made due: no wake-ups
+            return db.write(leases.settle, queues, task_type, outcomes, now)
+
+        kept, wakes = await self._on_thread("settle", job)
         wake.notify(self._key, self.config.namespace, wakes)
         return kept
 

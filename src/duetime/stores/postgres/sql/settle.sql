@@ -11,6 +11,8 @@
 -- woken when a task made due here comes before every task due before the statement, or
 -- when the earliest of those is due already: a claim running now (for it) may not see
 -- this statement's tasks, and would then sleep past them.
+-- The tasks are found by their primary key (= ANY of the ids, an array whose length the
+-- planner does not see), never by a scan of the whole type.
 -- Parameters: %(qid)s, %(now)s, %(channel)s, %(type)s; arrays of one length: %(ids)s,
 -- %(tokens)s, %(ops)s, %(dues)s, %(records)s, %(errors)s.
 -- Returns rows: id, token of each kept outcome, and whether its row is now vacant
@@ -47,7 +49,8 @@ WITH head AS (
     FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(ops)s::text[], %(dues)s::bigint[],
                 %(records)s::text[], %(errors)s::text[])
         AS o (id, token, op, due_ms, record, error)
-    WHERE t.qid = %(qid)s AND t.id = o.id AND t.token = o.token
+    WHERE t.qid = %(qid)s AND t.id = ANY (ARRAY(SELECT unnest(%(ids)s::text[])))
+      AND t.id = o.id AND t.token = o.token
     RETURNING t.id, o.token, t.due_ms IS NULL AND t.dead_ms IS NULL AS vacant,
               CASE WHEN o.op IN ('next', 'retry', 'release') THEN t.due_ms END AS made_due
 ), woken AS (
