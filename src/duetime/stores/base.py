@@ -22,7 +22,7 @@ from duetime.errors import StoreRefused
 
 State = Literal["due", "running", "dead"]
 STATES: tuple[State, ...] = ("due", "running", "dead")
-Op = Literal["done", "next", "retry", "dead", "release"]
+Op = Literal["done", "next", "retry", "dead", "release", "hold"]
 #: When a write returns: once the store has it ("local"), or once a replica has it too.
 Durability = Literal["local", "replicated"]
 DURABILITIES: tuple[Durability, ...] = ("local", "replicated")
@@ -57,19 +57,51 @@ class Claim(NamedTuple):
     record: str
 
 
+class Gate(NamedTuple):
+    """The limits a claim of a type is held to across every worker, from the type's code
+    (its ``rate`` and ``global_concurrency``); the state they need lives in the store.
+
+    Attributes:
+        interval_ms: the rate's time between two starts (0: no rate).
+        burst: how many starts the rate allows at once (1 or more; fractional for a
+            partition's share).
+        max_running: most tasks of the type running at once (0: no limit).
+    """
+
+    interval_ms: float = 0.0
+    burst: float = 1.0
+    max_running: int = 0
+
+    def share(self, part: int, parts: int) -> Gate:
+        """The share of partition ``part`` of ``parts``: the rate divided evenly, the
+        running slots dealt out (the first partitions get one more when they do not divide),
+        so that the partitions' shares together never exceed this gate."""
+        running = 0
+        if self.max_running:
+            running = self.max_running // parts + (1 if part < self.max_running % parts else 0)
+        if not self.interval_ms:
+            return Gate(max_running=running)
+        return Gate(self.interval_ms * parts, self.burst / parts, running)
+
+
 @dataclass(frozen=True, slots=True)
 class ClaimBatch:
     """What one claim returns.
 
     Attributes:
-        next_ms: the earliest due time or lease deadline left for the type, or None when
-            nothing is due or running. A worker sleeps until then unless woken.
+        next_ms: the earliest lease deadline left for the type, and the earliest due time
+            unless a gate holds the type's due tasks back (it is paused, held, at its rate
+            or at its global concurrency), or None. A worker sleeps until then unless woken.
         reaped: how many expired leases were handled on the way.
+        open_ms: when a gate that holds due tasks back opens by time (a rate's next start,
+            a handler's hold), or None: while paused or at its global concurrency the
+            worker waits for a wake-up (resume and the settle that frees a slot publish one).
     """
 
     claims: list[Claim]
     next_ms: int | None
     reaped: int = 0
+    open_ms: int | None = None
 
 
 class Outcome(NamedTuple):
@@ -248,9 +280,20 @@ class Store(Protocol):
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        gate: Gate | None = None,
     ) -> ClaimBatch:
         """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
-        lookahead_ms``, atomically.
+        lookahead_ms``, as far as the type's gates allow, atomically.
+
+        The gates: a paused type (:class:`~duetime.stores.capabilities.Gates`) and one
+        held (a ``hold`` outcome) until after ``now_ms`` start nothing; ``gate`` (the
+        type's limits, from its code) caps the starts by its rate (a GCRA whose state the
+        store keeps: each claimed task is a start at ``now_ms``) and the tasks running
+        once reaping is done by ``max_running``. A claim that finds the type at its
+        global concurrency notes it, so that the settle that ends one of its runs wakes
+        the workers. Tasks a gate holds back stay due; nothing about them changes. Without
+        ``gate``, and while the type is neither paused nor held, a claim costs what it did
+        before gates existed (see ``docs/flow.md``).
 
         Reaping sends a task whose lease passed back to due with one more stall, or to the
         dead letters once its stalls exceed ``max_stalls`` (at once with ``at_most_once``).
@@ -270,7 +313,11 @@ class Store(Protocol):
         ends the task (its record goes), ``next`` schedules the next occurrence at
         ``due_ms`` with ``record``, ``retry`` schedules another attempt at ``due_ms`` with
         ``record`` and ``error``, ``dead`` files it in the dead letters with ``record`` and
-        ``error``, ``release`` hands it back to due at ``due_ms`` as it was. A task
+        ``error``, ``release`` hands it back to due at ``due_ms`` as it was, ``hold`` hands
+        it back to due at its claim's due time as it was and holds the whole type until
+        ``due_ms`` (no claim starts any of its tasks before; a later hold wins). The settle
+        that ends a run of a type whose last claim found it at its global concurrency
+        wakes the type's workers. A task
         rescheduled while it ran keeps the new occurrence; a task cancelled while it ran
         stays cancelled. ``dead_id`` also files a dead letter under that id with
         ``dead_record`` and ``error``. ``spawn`` also schedules a new task of the type (a

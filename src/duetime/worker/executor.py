@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from duetime.clock import Clock, from_ms, iso
 from duetime.context import Context
-from duetime.errors import SchemaError, ValidationError
+from duetime.errors import RateLimited, SchemaError, ValidationError
 from duetime.events import EventKind, Events, WorkerEvent
 from duetime.record import Record, check_claimed
 from duetime.stores.base import Claim, Outcome, done
@@ -282,6 +282,17 @@ class _Job:
         self, error: Exception, occurrence_ms: int, state: Trigger | None, follow: Follow | None
     ) -> Outcome:
         claim, record, policy = self.claim, self.record, self.task_type.policy
+        if isinstance(error, RateLimited):
+            held = outcome.held(claim, error, self.now_ms())
+            log.info(
+                "%s/%s: %s; no task of the type starts before %s (the task waits, no attempt "
+                "counted)",
+                self.task_name,
+                claim.id,
+                outcome.describe(error),
+                iso(held.due_ms or 0),
+            )
+            return held
         failures = record.failures + 1
         text = outcome.describe(error)
         trace = outcome.trace(error)

@@ -7,7 +7,7 @@ import traceback
 from datetime import datetime
 from types import TracebackType
 
-from duetime.errors import Abort, Retry
+from duetime.errors import Abort, RateLimited, Retry
 from duetime.model import TaskPolicy
 from duetime.record import Record
 from duetime.stores.base import Claim, NewTask, Outcome
@@ -33,7 +33,7 @@ def attempt(claim: Claim, record: Record) -> int:
 def describe(exc: BaseException) -> str:
     """A failure as a task's error shows it: the reason given, or the exception's type and
     message, as text any store can hold."""
-    if isinstance(exc, Abort | Retry):
+    if isinstance(exc, Abort | Retry | RateLimited):
         return safe_text(str(exc.reason))
     try:
         text = str(exc)
@@ -64,7 +64,7 @@ def trace(exc: BaseException, *, internal: bool = False) -> str | None:
     :data:`TRACE_BYTES` bytes of UTF-8: a longer one keeps its start and its end, with a
     line saying how much was cut between them.
     """
-    if isinstance(exc, Abort | Retry):
+    if isinstance(exc, Abort | Retry | RateLimited):
         return None
     tb = exc.__traceback__ if internal else _handler_frames(exc.__traceback__)
     if tb is None and exc.__cause__ is None and exc.__context__ is None:
@@ -139,6 +139,16 @@ def retry_due(exc: Exception, policy: TaskPolicy, failures: int, now_ms: int) ->
     if isinstance(exc, Retry) and exc.after is not None:
         return now_ms + duration_ms("Retry.after", exc.after, allow_zero=True)
     return now_ms + policy.backoff.delay_ms(failures)
+
+
+def held(claim: Claim, signal: RateLimited, now_ms: int) -> Outcome:
+    """What follows a handler's :class:`~duetime.RateLimited`: the task back to due as it
+    was (no attempt counted), and its whole type held until ``after`` has passed."""
+    if isinstance(signal.after, datetime):
+        until = to_ms("RateLimited.after", signal.after)
+    else:
+        until = now_ms + duration_ms("RateLimited.after", signal.after, allow_zero=True)
+    return Outcome("hold", claim, until)
 
 
 def retries_left(exc: Exception, policy: TaskPolicy, failures: int) -> bool:

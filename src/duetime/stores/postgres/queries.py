@@ -54,6 +54,11 @@ class Queries:
     live_workers: bytes
     add_counts: bytes
     read_counts: bytes
+    lock_gate: bytes
+    claim_gated: bytes
+    set_paused: bytes
+    paused_types: bytes
+    hold: bytes
 
 
 def strip(text: str) -> bytes:

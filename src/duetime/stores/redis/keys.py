@@ -18,6 +18,10 @@ Redis Cluster slot and one script may touch them all::
                                       of another type: a poller's call) that began
                                       writing to the type; writes under a lower are
                                       refused
+    duetime:{ns:type}:gate      HASH  the type's gates, each field only while set:
+                                      paused "1", hold <ms> (a handler's RateLimited),
+                                      tat <ms> (its rate's GCRA time), wait "1" (a
+                                      claim found it at its global concurrency)
 
     duetime:{ns:type}:call:<id> STRING  for 15 s after a claim, its reply; for 60 s after a
                                       schedule of tasks due within a minute, a marker:
@@ -29,6 +33,8 @@ Redis Cluster slot and one script may touch them all::
                                       the event make one task
 
     duetime:{ns}:crons          HASH  cron schedule name -> the task type it lives in
+    duetime:{ns}:paused         SET   the types paused (an index for listings; the gate
+                                      hash of each is what claims read)
     duetime:{ns}:workers        HASH  worker id -> its heartbeat record (JSON)
     duetime:{ns}:workers:until  ZSET  worker id -> when its record lapses (ms)
     duetime:{ns}:minute:<ms>    HASH  "<what>:<type>" -> count, for the minute starting
@@ -63,6 +69,7 @@ class TypeKeys:
     meta: str
     seq: str
     fence: str
+    gate: str
 
 
 def type_keys(namespace: str, task_type: str) -> TypeKeys:
@@ -90,6 +97,11 @@ def keyevent_channel(db: int) -> str:
 def cron_index(namespace: str) -> str:
     """The hash of the namespace's cron schedule names and their task types."""
     return f"{PREFIX}:{{{namespace}}}:crons"
+
+
+def paused_index(namespace: str) -> str:
+    """The set of the namespace's paused types (for listings: claims read each type's gate)."""
+    return f"{PREFIX}:{{{namespace}}}:paused"
 
 
 def worker_keys(namespace: str) -> list[str]:

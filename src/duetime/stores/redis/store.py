@@ -17,6 +17,7 @@ from duetime.stores import wire
 from duetime.stores.base import (
     Claim,
     ClaimBatch,
+    Gate,
     NewTask,
     Outcome,
     State,
@@ -35,6 +36,7 @@ from duetime.stores.redis.connection import (
     errors,
     store_error,
 )
+from duetime.stores.redis.gates import RedisGates
 from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,
@@ -69,7 +71,7 @@ SETTLE_CHUNK = 500
 SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
 
 
-class RedisStore(RedisCapabilities):
+class RedisStore(RedisCapabilities, RedisGates):
     """A :class:`~duetime.stores.base.Store` on one Redis server (or a Cluster, or behind
     Sentinel), with every capability (:mod:`.capabilities`)."""
 
@@ -247,11 +249,15 @@ class RedisStore(RedisCapabilities):
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        gate: Gate | None = None,
     ) -> ClaimBatch:
         k = self.keys(task_type)
-        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, call_id())]
+        call = call_key(k, call_id())
+        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call, k.gate]
         mode = "1" if at_most_once else "0"
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
+        if gate is not None:
+            args += (repr(gate.interval_ms), repr(gate.burst), gate.max_running)
         reply = await self._run("claim_due", keys, args)
         if self._cluster and task_type not in self._claimed:  # a type to be woken for
             self._claimed.add(task_type)
@@ -261,9 +267,9 @@ class RedisStore(RedisCapabilities):
             new_claim(
                 text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4])
             )
-            for i in range(2, len(reply), 5)
+            for i in range(3, len(reply), 5)
         ]
-        return ClaimBatch(claims, wire.readable(reply[0]), reply[1])
+        return ClaimBatch(claims, wire.readable(reply[0]), reply[1], wire.readable(reply[2]))
 
     async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
         k = self.keys(task_type)
@@ -285,7 +291,8 @@ class RedisStore(RedisCapabilities):
                 args += settle_args(o)
             # A call key of its own: a resend finds the reply of the first send, and does
             # not take the outcomes that send kept for lost leases.
-            keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
+            call = call_key(k, call_id())
+            keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call, k.gate]
             reply = await self._run("settle", keys, args)
             if not rest:  # all plain completions: the answers are in the outcomes' order
                 kept += [answer == 1 for answer in reply]

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from duetime.stores import wire
-from duetime.stores.base import Claim, ClaimBatch, Outcome
+from duetime.stores.base import Claim, ClaimBatch, Gate, Outcome
+from duetime.stores.gating import allowance, next_look
+from duetime.stores.sqlite import gates
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
 
@@ -30,9 +32,10 @@ def claim(
     max_stalls: int,
     at_most_once: bool,
     lookahead_ms: int,
+    gate: Gate | None = None,
 ) -> ClaimBatch:
     """Reap expired leases at ``now_ms``, then lease up to ``limit`` tasks due by ``now_ms +
-    lookahead_ms``, earliest first (the lease counts from now)."""
+    lookahead_ms`` that the type's gates allow, earliest first (the lease counts from now)."""
     qid = queues.find(conn, task_type)
     if qid is None:
         return ClaimBatch([], None, 0)
@@ -50,33 +53,47 @@ def claim(
     if vacant:
         conn.executemany(Q.vacate, vacant)
 
-    claims: list[Claim] = []
-    if limit > 0:
-        picked = conn.execute(Q.pick_due, (qid, now_ms + lookahead_ms, limit)).fetchall()
-        good, aside = [], []
-        for row in picked:
-            problem = _unrunnable(row[1], row[3])
-            if problem is None:
-                good.append(row)
-            else:
-                aside.append((now_ms, problem, row[0]))
-        if aside:
-            conn.executemany(Q.move_aside, aside)
-        if good:
-            (last,) = conn.execute(Q.take_tokens, (len(good), qid)).fetchone()
-            first = int(last) - len(good) + 1
-            deadline = now_ms + lease_ms
-            conn.executemany(
-                Q.lease, [(first + k, row[2], deadline, row[0]) for k, row in enumerate(good)]
-            )
-            claims = [
-                Claim(task_id, first + k, wire.count(stalls), wire.ms(due), wire.text(record))
-                for k, (_, task_id, due, record, stalls) in enumerate(good)
-            ]
+    before = gates.read(conn, qid, gate)
+    allowed = allowance(gate, before, now_ms, limit)
+    horizon = now_ms + lookahead_ms
+    picked, claims = _lease(conn, qid, now_ms, horizon, allowed, lease_ms) if allowed else (0, [])
+    after = gates.took(conn, qid, gate, before, now_ms, len(claims))
 
     row = conn.execute(Q.next_ms, {"qid": qid}).fetchone()
-    times = [t for t in (wire.readable(row[0]), wire.readable(row[1])) if t is not None]
-    return ClaimBatch(claims, min(times, default=None), len(reaped))
+    due, deadline = wire.readable(row[0]), wire.readable(row[1])
+    held_back = picked < limit and due is not None and due <= horizon
+    next_ms, open_ms = next_look(
+        gate, after, now_ms, held_back=held_back, due_ms=due, lease_ms=deadline
+    )
+    return ClaimBatch(claims, next_ms, len(reaped), open_ms)
+
+
+def _lease(
+    conn: sqlite3.Connection, qid: int, now_ms: int, horizon: int, limit: int, lease_ms: int
+) -> tuple[int, list[Claim]]:
+    """Lease up to ``limit`` tasks due by ``horizon``, earliest first, moving aside those
+    that cannot run; (how many were picked, the claims)."""
+    picked = conn.execute(Q.pick_due, (qid, horizon, limit)).fetchall()
+    good, aside = [], []
+    for row in picked:
+        problem = _unrunnable(row[1], row[3])
+        if problem is None:
+            good.append(row)
+        else:
+            aside.append((now_ms, problem, row[0]))
+    if aside:
+        conn.executemany(Q.move_aside, aside)
+    if not good:
+        return len(picked), []
+    (last,) = conn.execute(Q.take_tokens, (len(good), qid)).fetchone()
+    first = int(last) - len(good) + 1
+    deadline = now_ms + lease_ms
+    conn.executemany(Q.lease, [(first + k, row[2], deadline, row[0]) for k, row in enumerate(good)])
+    claims = [
+        Claim(task_id, first + k, wire.count(stalls), wire.ms(due), wire.text(record))
+        for k, (_, task_id, due, record, stalls) in enumerate(good)
+    ]
+    return len(picked), claims
 
 
 @dataclass(slots=True)
@@ -109,15 +126,21 @@ def settle(
         return [False] * len(outcomes), []
     kept: list[bool] = []
     judged: list[_Judged] = []
+    hold_ms: int | None = None
     for outcome in outcomes:
         c = outcome.claim
         row = conn.execute(Q.settle_read, (qid, c.id)).fetchone()
         ok = row is not None and row[1] == c.token
         kept.append(ok)
         if ok:
+            if outcome.op == "hold" and outcome.due_ms is not None:
+                # A release, and the whole type held until the outcome's due_ms.
+                hold_ms = max(outcome.due_ms, hold_ms or outcome.due_ms)
+                outcome = outcome._replace(op="release", due_ms=c.due_ms)
             judged.append(_Judged(outcome, row[0], bool(row[2]), bool(row[3])))
     if not judged:
         return kept, []
+    wakes = gates.settled(conn, qid, task_type, hold_ms, now_ms)
     head = head_due(conn, qid)
 
     # A done run of a task that is neither due again nor dead takes the whole row with it.
@@ -126,7 +149,7 @@ def settle(
         conn.executemany(Q.settle_drop, [(j.rid,) for j in fast])
     slow = [j for j in judged if not _droppable(j)]
     if not slow:
-        return kept, []
+        return kept, wakes
     conn.executemany(
         Q.settle_end,
         [
@@ -140,7 +163,7 @@ def settle(
     )
     made_due = [due for j in slow for due in _follow_up(conn, qid, j, now_ms)]
     conn.executemany(Q.vacate, [(j.rid,) for j in slow])
-    return kept, wake_if_earlier(conn, qid, task_type, min(made_due, default=None), head)
+    return kept, wakes + wake_if_earlier(conn, qid, task_type, min(made_due, default=None), head)
 
 
 def _follow_up(conn: sqlite3.Connection, qid: int, j: _Judged, now_ms: int) -> list[int]:

@@ -60,6 +60,13 @@ class Queries:
     drop_counts: str
     read_counts: str
     task_types: str
+    gate_read: str
+    count_running: str
+    gate_took: str
+    gate_woken: str
+    hold: str
+    set_paused: str
+    paused_types: str
 
 
 Q = load_statements("duetime.stores.sqlite", Queries, str.strip)

@@ -13,6 +13,7 @@ from duetime.errors import StoreError, StoreRefused
 from duetime.stores.base import (
     Claim,
     ClaimBatch,
+    Gate,
     NewTask,
     Outcome,
     State,
@@ -20,7 +21,7 @@ from duetime.stores.base import (
     WakeCallback,
     check_claim_arguments,
 )
-from duetime.stores.sqlite import leases, ops, wake
+from duetime.stores.sqlite import gates, leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database, map_error
 from duetime.stores.sqlite.telemetry import SqliteTelemetry
@@ -234,9 +235,10 @@ class SqliteStore:
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        gate: Gate | None = None,
     ) -> ClaimBatch:
         """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
-        lookahead_ms``, in one transaction.
+        lookahead_ms`` as the type's gates allow, in one transaction.
 
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
@@ -253,6 +255,7 @@ class SqliteStore:
             max_stalls,
             at_most_once,
             lookahead_ms,
+            gate,
         )
 
     async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
@@ -260,7 +263,7 @@ class SqliteStore:
         if not outcomes:
             return []
         for o in outcomes:
-            if o.op in ("next", "retry", "release") and o.due_ms is None:
+            if o.op in ("next", "retry", "release", "hold") and o.due_ms is None:
                 raise StoreRefused(f"bad arguments: {o.op} needs a due time")
         kept, wakes = await self._write(
             "settle", leases.settle, self._queues, task_type, outcomes, int(now_ms)
@@ -275,6 +278,24 @@ class SqliteStore:
         if not claims:
             return []
         return await self._write("extend", ops.extend, self._queues, task_type, claims, deadline_ms)
+
+    # -- gates --------------------------------------------------------------------------
+
+    async def set_paused(self, task_type: str, paused: bool) -> bool:
+        """Pause or resume a type, and wake its workers; whether that changed anything."""
+        changed, wakes = await self._write(
+            "set_paused", gates.set_paused, self._queues, task_type, paused
+        )
+        wake.notify(self._key, self.config.namespace, wakes)
+        return changed
+
+    async def paused_types(self) -> list[str]:
+        """The namespace's paused types, sorted."""
+        return await self._read("paused_types", gates.paused_types, self.config.namespace)
+
+    async def hold(self, task_type: str, until_ms: int) -> None:
+        """No claim of the type starts a task before ``until_ms``."""
+        await self._write("hold", gates.hold, self._queues, task_type, until_ms)
 
     # -- expiring entries -----------------------------------------------------------------
 
