@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from duetime.cli import cron, dashboard, operate, tasks, worker
+from duetime.cli import cron, dashboard, flow, operate, tasks, worker
 from duetime.version import VERSION
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -60,6 +60,8 @@ for command in (
     tasks.retry,
     tasks.list_tasks,
     cron.cron_list,
+    flow.pause,
+    flow.resume,
     operate.stats,
     operate.workers,
     dashboard.dashboard,
