@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import duetime
-from tests.faults.harness import Entry, Workers, by_task, counts, wall_ms
+from tests.faults.harness import Entry, WorkerProcess, Workers, by_task, counts, wall_ms
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.slow
@@ -69,14 +69,26 @@ async def test_global_concurrency_holds_across_workers_and_a_killed_workers_slot
     redis_url: str, namespace: str, app: duetime.App, workers: Workers
 ) -> None:
     lease = 1.0
-    options = {"global_concurrency": 3, "concurrency": 10, "mode": "sleep:0.2", "lease": lease}
-    procs = [workers.start(redis_url, namespace, **options) for _ in range(3)]
+    procs = [
+        workers.start(
+            redis_url,
+            namespace,
+            global_concurrency=3,
+            concurrency=10,
+            mode="sleep:0.2",
+            lease=lease,
+        )
+        for _ in range(3)
+    ]
     for w in procs:
         w.wait_ready()
     await app.schedule_many(duetime.Task("work", f"t{i}") for i in range(60))
     await eventually(lambda: len(counts(workers.ledger(), "effect")) >= 8, 10, "a first few ran")
+
     # Kill a worker while it runs a handler: its slot is held until the lease lapses.
-    busy = lambda: [w for w in procs if _running_in(workers.ledger(), w.pid)]  # noqa: E731
+    def busy() -> list[WorkerProcess]:
+        return [w for w in procs if _running_in(workers.ledger(), w.pid)]
+
     await eventually(lambda: bool(busy()), 5, "a worker running a handler")
     victim = busy()[0]
     victim.kill()
