@@ -57,8 +57,11 @@ class RedisGates:
         async with errors("paused_types"):
             index = paused_index(self.config.namespace)
             listed = [wire.text(t) for t in await self.client.smembers(index)]
+            # A gate key another program made something else is not paused: that read
+            # fails alone (WRONGTYPE), and the listing goes on.
             flags = await asyncio.gather(
-                *(self.client.hget(self.keys(t).gate, "paused") for t in listed)
+                *(self.client.hget(self.keys(t).gate, "paused") for t in listed),
+                return_exceptions=True,
             )
         return sorted(t for t, flag in zip(listed, flags, strict=True) if flag == b"1")
 
