@@ -36,6 +36,7 @@ from duetime.features.expiring.group import ExpiringGroup
 from duetime.features.pollers.events import ErrorEvent, PollerEvents, TaskEvent
 from duetime.features.pollers.poller import PollContext, Poller
 from duetime.features.telemetry import MinuteCounts, TypeHistory, WorkerInfo
+from duetime.interval import CalendarInterval
 from duetime.model import Backoff, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.rate import Rate
 from duetime.sync import SyncClient
@@ -51,6 +52,7 @@ __all__ = [
     "App",
     "Backoff",
     "BulkIncomplete",
+    "CalendarInterval",
     "Client",
     "ClientClosed",
     "Clock",

@@ -21,6 +21,7 @@ from duetime.errors import (
 )
 from duetime.features.cron.calls import CronCalls
 from duetime.features.cron.feature import CronFeature
+from duetime.interval import CalendarInterval
 from duetime.listing import task_info
 from duetime.model import Task, TaskInfo
 from duetime.newtask import new_task
@@ -30,6 +31,7 @@ from duetime.registry import Registry
 from duetime.stores import open_store, redact, resolve_url
 from duetime.stores.base import DURABILITIES, STATES, Durability, NewTask, State, Store
 from duetime.tasktype import TaskType, TaskTypes
+from duetime.upcoming import UpcomingCalls
 from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_name, new_task_id, to_ms
 
 #: How many ids :meth:`Client.submit` draws before it gives up (one taken id in 2**71).
@@ -47,11 +49,11 @@ class ClientSettings(TypedDict, total=False):
     store: Store | None
 
 
-class Client(CronCalls):
+class Client(CronCalls, UpcomingCalls):
     """A store, its clock, what it may schedule (its registry: declared task types and cron
-    schedules) and the calls on its tasks and cron schedules; :class:`~duetime.App` adds
-    handlers, the features that run them and workers. The arguments are
-    :class:`~duetime.App`'s.
+    schedules) and the calls on its tasks (their coming runs: :class:`UpcomingCalls`) and
+    cron schedules; :class:`~duetime.App` adds handlers, the features that run them and
+    workers. The arguments are :class:`~duetime.App`'s.
     """
 
     def __init__(
@@ -223,8 +225,9 @@ class Client(CronCalls):
         at: datetime | None = None,
         delay: timedelta | float | None = None,
         payload: dict[str, Any] | None = None,
-        every: timedelta | float | None = None,
+        every: timedelta | CalendarInterval | float | None = None,
         until: datetime | None = None,
+        limit: int | None = None,
     ) -> datetime:
         """Schedule a task; if ``(task_type, task_id)`` exists, move it and replace its payload.
 
@@ -235,8 +238,10 @@ class Client(CronCalls):
                 means now.
             payload: a JSON object (dict), at most ``max_payload_bytes`` as JSON.
             every: make it periodic: each occurrence is due ``every`` after the previous
-                one's due time.
+                one's due time; with a :class:`~duetime.CalendarInterval`, at the first
+                occurrence's wall-clock time that many days (or months) later.
             until: the last time an occurrence may be due.
+            limit: the most occurrences the series runs (done or dead).
 
         Returns:
             When the task is due, as an aware UTC datetime.
@@ -247,7 +252,7 @@ class Client(CronCalls):
             StoreUnavailable: the store cannot be reached; the task may or may not have been
                 written, and scheduling again is safe.
         """
-        spec = Task(task_type, task_id, at, delay, payload, every, until)  # type: ignore[arg-type]
+        spec = Task(task_type, task_id, at, delay, payload, every, until, limit)  # type: ignore[arg-type]
         store, new = await self._prepare(spec)
         await store.schedule(task_type, (new,))
         return from_ms(new.due_ms)
@@ -259,8 +264,9 @@ class Client(CronCalls):
         at: datetime | None = None,
         delay: timedelta | float | None = None,
         payload: dict[str, Any] | None = None,
-        every: timedelta | float | None = None,
+        every: timedelta | CalendarInterval | float | None = None,
         until: datetime | None = None,
+        limit: int | None = None,
     ) -> str:
         """Schedule a new task under an id duetime picks, and return that id.
 
@@ -275,7 +281,7 @@ class Client(CronCalls):
                 written (submitting again may then make a second task: use
                 :meth:`schedule` with an id of your own where that matters).
         """
-        spec = Task(task_type, new_task_id(), at, delay, payload, every, until)  # type: ignore[arg-type]
+        spec = Task(task_type, new_task_id(), at, delay, payload, every, until, limit)  # type: ignore[arg-type]
         store, new = await self._prepare(spec)
         for draw in range(SUBMIT_TRIES):
             if draw:  # the id is taken: the same task under another

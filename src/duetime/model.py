@@ -8,6 +8,7 @@ from typing import Any, Literal, TypedDict, Unpack
 
 from duetime.backoff import backoff_delay
 from duetime.errors import ValidationError
+from duetime.interval import CalendarInterval
 from duetime.rate import Rate, as_rate, check_global_concurrency
 from duetime.validate import as_timedelta, check_int, duration_ms
 
@@ -219,8 +220,9 @@ class Task:
     at: datetime | None = None
     delay: timedelta | None = None
     payload: dict[str, Any] | None = None
-    every: timedelta | None = None
+    every: timedelta | CalendarInterval | None = None
     until: datetime | None = None
+    limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +267,7 @@ class TaskInfo:
     state: str
     due: datetime | None
     payload: dict[str, Any] | None
-    every: timedelta | None
+    every: timedelta | CalendarInterval | None
     until: datetime | None
     attempts: int
     error: str | None

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 from duetime.clock import MAX_MS
 from duetime.errors import ValidationError
+from duetime.interval import CalendarInterval, CalendarSeries
 from duetime.model import Task
 from duetime.record import Record
 from duetime.stores.base import NewTask
 from duetime.triggers.periodic import Periodic
-from duetime.validate import check_id, duration_ms, encode_payload, to_ms
+from duetime.validate import check_id, check_int, duration_ms, encode_payload, to_ms
+
+#: The nominal length of a calendar step of a day and of a month, kept in the record's
+#: period for versions of duetime without calendar intervals (triggers.periodic).
+DAY_MS = 86_400_000
+MONTH_MS = 30 * DAY_MS
 
 
 def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
@@ -33,13 +39,31 @@ def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
     if due > MAX_MS:
         raise ValidationError("delay", "puts the task past the year 9999")
     payload = encode_payload(task.payload, max_payload_bytes)
-    every = None if task.every is None else duration_ms("every", task.every)
-    until = None
-    if task.until is not None:
-        if every is None:
-            raise ValidationError("until", "only applies to periodic tasks (with every)")
-        until = to_ms("until", task.until)
-        if until < due:
+    trigger = _series(task, due)
+    # A series' record names the occurrence it waits for (see triggers.periodic).
+    occurrence = None if trigger is None else due
+    return NewTask(task.task_id, due, Record(payload, trigger, occurrence).encode())
+
+
+def _series(task: Task, due_ms: int) -> Periodic | None:
+    """The trigger of a periodic task (None for a one-off), checked."""
+    every, until, limit = task.every, task.until, task.limit
+    if every is None:
+        if until is not None or limit is not None:
+            field = "until" if until is not None else "limit"
+            raise ValidationError(field, "only applies to periodic tasks (with every)")
+        return None
+    calendar = None
+    if isinstance(every, CalendarInterval):
+        calendar = CalendarSeries.starting(every, due_ms)
+        every_ms = min(every.step_days * DAY_MS or every.step_months * MONTH_MS, MAX_MS)
+    else:
+        every_ms = duration_ms("every", every)
+    until_ms = None
+    if until is not None:
+        until_ms = to_ms("until", until)
+        if until_ms < due_ms:
             raise ValidationError("until", "is before the first due time")
-    trigger = None if every is None else Periodic(every, until)
-    return NewTask(task.task_id, due, Record(payload, trigger).encode())
+    if limit is not None:
+        check_int("limit", limit)
+    return Periodic(every_ms, until_ms, calendar, limit)

@@ -84,6 +84,14 @@ class SyncClient:
         """See :meth:`App.retry`."""
         return self._call(self._app.retry(task_type, task_id, at=at))
 
+    def run_now(self, task_type: str, task_id: str) -> datetime:
+        """See :meth:`App.run_now`."""
+        return self._call(self._app.run_now(task_type, task_id))
+
+    def next_occurrences(self, task_type: str, task_id: str, n: int) -> list[datetime]:
+        """See :meth:`App.next_occurrences`."""
+        return self._call(self._app.next_occurrences(task_type, task_id, n))
+
     def get(self, task_type: str, task_id: str) -> TaskInfo | None:
         """See :meth:`App.get`."""
         return self._call(self._app.get(task_type, task_id))

@@ -150,6 +150,23 @@ async def test_a_task_type_is_paused_and_resumed_on_every_worker(
     assert await app.paused() == set()
 
 
+async def test_the_trigger_button_runs_a_cron_schedule_once_now_after_a_confirm(
+    app: duetime.App, dashboard: Dashboard, page: Page, watched: Watched
+) -> None:
+    await app.add_cron("nightly", "0 3 * * *", task="report")
+    before = await app.next_runs("nightly", 2)
+    await log_in(page, dashboard)
+    await page.goto(dashboard.url("/crons"))
+    row = page.locator('tr[data-cron="nightly"]')
+    await row.get_by_role("button", name="Trigger").click()
+    await expect(page.locator("p.done")).to_contain_text("cron schedule nightly runs now, as")
+    assert watched.dialogs[-1] == "Run nightly once now?"
+    (run,) = [t for t in await app.list("report") if t.task_id.startswith("nightly@")]
+    assert run.state == "due"
+    assert await app.next_runs("nightly", 2) == before
+    await expect(row.locator("td.state")).to_have_text("active")
+
+
 async def test_a_change_without_the_token_or_from_another_origin_changes_nothing(
     app: duetime.App, dashboard: Dashboard, page: Page, browser: Browser, watched: Watched
 ) -> None:

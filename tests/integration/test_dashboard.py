@@ -549,3 +549,19 @@ async def test_retry_all_and_delete_all_act_on_every_id_and_name_those_they_cann
         action = "/actions/delete?" + urlencode({"type": "mail", "id": one, "next": "/dead"})
         assert (await c.post(action, headers=SAME)).status_code == 303
     assert await app.get("mail", one) is None
+
+
+async def test_the_trigger_button_runs_a_cron_schedule_once_now(app: duetime.App) -> None:
+    await app.add_cron("nightly", "0 3 * * *", task="mail", payload={"k": 1})
+    before = await app.next_runs("nightly", 2)
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        page = (await c.get("/crons")).text
+        assert 'name="trigger-cron"' in page
+        done = await c.post("/actions/trigger-cron?name=nightly&next=/crons", headers=SAME)
+        assert done.status_code == 303
+        assert "nightly%40" in done.headers["location"]  # the message names the run's task
+        missing = await c.post("/actions/trigger-cron?name=nope", headers=SAME)
+        assert missing.status_code == 404
+    (run,) = [t for t in await app.list("mail") if t.task_id.startswith("nightly@")]
+    assert run.payload == {"k": 1}
+    assert await app.next_runs("nightly", 2) == before

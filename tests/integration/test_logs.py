@@ -127,10 +127,11 @@ async def test_a_plain_def_handler_that_returns_a_coroutine_fails_naming_it(
 async def test_a_failure_of_duetimes_own_code_keeps_its_traceback_in_the_dead_letter(
     app: duetime.App, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def broken_run_once(job: object) -> object:  # a bug in duetime, not in a handler
+    def broken_context(*args: object) -> object:  # a bug in duetime, not in a handler
         raise RuntimeError("duetime bug")
 
-    monkeypatch.setattr(executor, "run_once", broken_run_once)
+    # Every run, on the hot path or through a trigger, builds the handler's context here.
+    monkeypatch.setattr(executor, "_context", broken_context)
     async with running(app):
         await app.schedule("fine", "f1", payload={"k": 1})
         await eventually(lambda: has_state(app, "fine", "f1", "dead"))
@@ -139,7 +140,7 @@ async def test_a_failure_of_duetimes_own_code_keeps_its_traceback_in_the_dead_le
     assert info is not None and info.error == "internal error: RuntimeError: duetime bug"
     assert info.payload == {"k": 1}  # the record as it was, with the traceback added
     trace = info.traceback
-    assert trace is not None and "in broken_run_once\n" in trace
+    assert trace is not None and "in broken_context\n" in trace
     assert "executor.py" in trace  # duetime's own frames are the point here: all are kept
     assert trace.endswith("RuntimeError: duetime bug\n")
     (line,) = [r for r in caplog.records if r.levelno == logging.ERROR]

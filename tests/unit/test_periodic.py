@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from duetime.clock import epoch_ms, from_ms
+from duetime.interval import CalendarInterval, CalendarSeries
+from duetime.model import Reschedule
 from duetime.record import Record
 from duetime.stores.base import Claim, Outcome
 from duetime.triggers.base import Follow, Next, Trigger
@@ -98,3 +103,41 @@ async def test_a_retry_keeps_its_occurrence() -> None:
     result = await Periodic(MINUTE).run(job)
     assert job.ran == [Y2020]
     assert result.due_ms == Y2020 + 3_638_277 * MINUTE  # then what is due folds into one
+
+
+async def test_a_series_with_a_limit_counts_its_runs_in_the_record_and_ends_at_the_limit() -> None:
+    series = Periodic(MINUTE, limit=3)
+    first = await series.run(FakeJob(series, Y2020, Y2020))
+    assert first.op == "next" and first.due_ms == Y2020 + MINUTE
+    second_state = Record.decode(first.record)
+    assert second_state.trigger == Periodic(MINUTE, limit=3, ran=1)
+    assert second_state.occurrence_ms == Y2020 + MINUTE  # the occurrence it waits for
+    third = Periodic(MINUTE, limit=3, ran=2)
+    assert (await third.run(FakeJob(third, Y2020 + 2 * MINUTE, Y2020 + 2 * MINUTE))).op == "done"
+
+
+class HookedJob(FakeJob):
+    """A job whose type's reschedule hook moves the next occurrence to ``at``."""
+
+    def __init__(self, series: Periodic, due_ms: int, at: datetime) -> None:
+        super().__init__(series, due_ms, due_ms)
+        self.has_hook = True
+        self.at = at
+
+    async def ask_hook(self, payload: dict[str, Any]) -> object:
+        return Reschedule(at=self.at)
+
+
+async def test_a_hook_that_moves_a_calendar_occurrence_moves_the_series_wall_clock_time() -> None:
+    madrid = ZoneInfo("Europe/Madrid")
+    first = datetime(2025, 3, 3, 9, 0, tzinfo=madrid)
+    interval = CalendarInterval(weeks=1, tz="Europe/Madrid")
+    series = Periodic(7 * 1440 * MINUTE, None, CalendarSeries.starting(interval, epoch_ms(first)))
+    moved = datetime(2025, 3, 11, 17, 30, tzinfo=madrid)
+    result = await series.run(HookedJob(series, epoch_ms(first), moved))
+    assert result.due_ms == epoch_ms(moved)
+    following = Record.decode(result.record).trigger
+    assert isinstance(following, Periodic) and following.calendar is not None
+    after = following.next_after(epoch_ms(moved), epoch_ms(moved))
+    assert after is not None  # a week after the moved one, at its time of day
+    assert from_ms(after.due_ms).astimezone(madrid).isoformat() == "2025-03-18T17:30:00+01:00"

@@ -1,4 +1,5 @@
-"""``duetime cron``: the cron schedules with their next run times."""
+"""``duetime cron``: the cron schedules with their next run times, and the commands on one
+(``duetime cron trigger NAME``)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,57 @@ from duetime.cli.values import MAX_NEXT_RUNS
 from duetime.errors import ScheduleNotFound
 from duetime.features.cron.manage import CronInfo
 
+#: The command ``duetime cron`` runs when no other is named.
+LISTING = "list"
 
-@app_command(name="cron")
+
+class CronGroup(click.Group):
+    """``duetime cron [APP] [NAME]`` lists; ``duetime cron COMMAND ...`` runs a command on
+    schedules. The first word that is neither an option (with its value) nor ``MODULE:APP``
+    says which: the name of a command, or else a schedule's name (``duetime cron list
+    NAME`` lists a schedule named like a command)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        word = _first_word(self.commands[LISTING], args)
+        if word is None and any(arg in ("--help", "-h") for arg in args):
+            return super().parse_args(ctx, args)  # the group's help
+        if word is not None and word in self.commands:
+            # The command first, then every other argument, wherever it was given.
+            rest = list(args)
+            rest.remove(word)
+            return super().parse_args(ctx, [word, *rest])
+        return super().parse_args(ctx, [LISTING, *args])
+
+
+def _first_word(command: click.Command, args: list[str]) -> str | None:
+    """The first argument of ``args`` that is neither an option of ``command``, nor an
+    option's value, nor ``MODULE:APP`` (it holds a colon)."""
+    takes_value = {
+        name
+        for p in command.params
+        if isinstance(p, click.Option) and not p.is_flag and not p.count
+        for name in p.opts
+    }
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--":
+            return None
+        elif arg in takes_value:
+            skip = True
+        elif not arg.startswith("-") and ":" not in arg:
+            return arg
+    return None
+
+
+@click.group(name="cron", cls=CronGroup)
+def cron() -> None:
+    """The cron schedules: ``duetime cron [APP] [NAME]`` lists them (or the schedule NAME)
+    with their next run times; ``duetime cron trigger NAME`` runs one now."""
+
+
+@app_command(name=LISTING)
 @click.argument("name", required=False)
 @click.option(
     "--next",
@@ -46,3 +96,25 @@ def cron_list(name: str | None, count: int, **options: Any) -> None:
     for info, upcoming in rows:
         for line in cron_lines(info, upcoming):
             echo(line)
+
+
+@app_command(name="trigger")
+@click.argument("name")
+def cron_trigger(name: str, **options: Any) -> None:
+    """Run the schedule NAME once now, beside its ticks (which stay as they are): a task of
+    its own, ``NAME@<now ms>``, whose id is printed (exit code 3 when there is no such
+    schedule)."""
+    target = Target.from_options(options)
+
+    async def call() -> str:
+        return await target.app.trigger_cron(name)
+
+    task_id = target.run(call)
+    if target.as_json:
+        emit({"name": name, "id": task_id})
+    else:
+        echo(task_id)
+
+
+cron.add_command(cron_list)
+cron.add_command(cron_trigger)

@@ -58,8 +58,9 @@ for command in (
     tasks.show,
     tasks.cancel,
     tasks.retry,
+    tasks.run_now,
     tasks.list_tasks,
-    cron.cron_list,
+    cron.cron,
     flow.pause,
     flow.resume,
     operate.stats,
@@ -67,4 +68,7 @@ for command in (
     dashboard.dashboard,
 ):
     command.params.append(log_level_option())
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            sub.params.append(log_level_option())
     main.add_command(command)

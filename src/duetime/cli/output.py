@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -14,6 +15,7 @@ import click
 
 from duetime.clock import epoch_ms
 from duetime.features.cron.manage import CronInfo
+from duetime.interval import CalendarInterval
 from duetime.model import TaskInfo
 
 #: Exit codes: the command did what was asked; it failed (the store cannot be reached, or
@@ -60,8 +62,12 @@ def times(name: str, moment: datetime | None) -> dict[str, Any]:
     return {name: when(moment), f"{name}_ms": epoch_ms(moment)}
 
 
-def _seconds(span: timedelta | None) -> float | None:
-    return None if span is None else span.total_seconds()
+def _seconds(span: object) -> float | None:
+    return span.total_seconds() if isinstance(span, timedelta) else None
+
+
+def _calendar(span: object) -> dict[str, Any] | None:
+    return dataclasses.asdict(span) if isinstance(span, CalendarInterval) else None
 
 
 def task_doc(info: TaskInfo) -> dict[str, Any]:
@@ -74,6 +80,7 @@ def task_doc(info: TaskInfo) -> dict[str, Any]:
         "attempts": info.attempts,
         "error": info.error,
         "every_s": _seconds(info.every),
+        "every_calendar": _calendar(info.every),
         **times("until", info.until),
         **times("lease_expires", info.lease_expires),
         "payload": info.payload,
@@ -104,9 +111,12 @@ def no_task(task_type: str, task_id: str) -> NotFoundExit:
 
 
 def cron_state(info: CronInfo) -> str:
-    """``paused``, ``active``, or ``declared, not yet stored``."""
+    """``paused``, ``finished`` (past its end or limit), ``active``, or ``declared, not
+    yet stored``."""
     if info.paused:
         return "paused"
+    if info.finished:
+        return "finished"
     return "active" if info.stored else "declared, not yet stored"
 
 
@@ -124,6 +134,12 @@ def cron_doc(info: CronInfo, upcoming: list[datetime]) -> dict[str, Any]:
         "overlap": info.overlap,
         "missed_count": info.missed_count,
         "skipped_count": info.skipped_count,
+        "finished": info.finished,
+        **times("start", info.start),
+        **times("end", info.end),
+        "limit": info.limit,
+        "run_count": info.run_count,
+        "grace_s": info.grace.total_seconds(),
         "payload": info.payload,
         "next": [when(m) for m in upcoming],
         "next_ms": [epoch_ms(m) for m in upcoming],
@@ -132,10 +148,19 @@ def cron_doc(info: CronInfo, upcoming: list[datetime]) -> dict[str, Any]:
 
 def cron_lines(info: CronInfo, upcoming: list[datetime]) -> Iterator[str]:
     """One cron schedule as ``cron`` prints it: a line, then one per next run."""
+    bounds = "".join(
+        f" {label}={value}"
+        for label, value in (
+            ("start", info.start and info.start.isoformat()),
+            ("end", info.end and info.end.isoformat()),
+            ("limit", info.limit),
+        )
+        if value is not None
+    )
     yield (
         f"{info.name}\t{info.task_type}\t{info.expression} ({info.tz})\t{cron_state(info)}\t"
-        f"missed={info.missed} overlap={info.overlap}\t"
-        f"missed {info.missed_count}, skipped {info.skipped_count}"
+        f"missed={info.missed} overlap={info.overlap}{bounds}\t"
+        f"missed {info.missed_count}, skipped {info.skipped_count}, ran {info.run_count}"
     )
     for moment in upcoming:
         yield f"    next: {moment.isoformat()}"

@@ -1,5 +1,6 @@
-"""The commands on tasks: ``schedule``, ``submit``, ``show``, ``cancel``, ``retry`` and
-``ls``; ``cancel --all`` and ``retry --all`` act on every task of a type in a state."""
+"""The commands on tasks: ``schedule``, ``submit``, ``show``, ``cancel``, ``retry``,
+``run-now`` and ``ls``; ``cancel --all`` and ``retry --all`` act on every task of a type in
+a state."""
 
 from __future__ import annotations
 
@@ -230,6 +231,26 @@ def retry(task_type: str, task_id: str | None, every: bool, **options: Any) -> N
         emit({"type": task_type, "id": task_id, **times("due", due)})
     else:
         echo(f"{task_type}/{task_id} due again {when(due)}")
+
+
+@app_command(name="run-now")
+@click.argument("task_type")
+@click.argument("task_id")
+def run_now(task_type: str, task_id: str, **options: Any) -> None:
+    """Run a waiting task now: a one-off task is due now; a periodic task's (or a cron
+    schedule's) next occurrence runs now, and the ones after it keep their times (exit code
+    3 when no task of this id waits)."""
+    target = Target.from_options(options)
+
+    async def call() -> datetime:
+        await target.adopt(task_type)
+        return await target.app.run_now(task_type, task_id)
+
+    due = target.run(call)
+    if target.as_json:
+        emit({"type": task_type, "id": task_id, **times("due", due)})
+    else:
+        echo(f"{task_type}/{task_id} due {when(due)}")
 
 
 def _one_or_all(task_id: str | None, every: bool, state: str | None) -> None:

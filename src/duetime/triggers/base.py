@@ -14,7 +14,8 @@ the App, and adding a kind adds no branch to the executor: only a line in
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, NamedTuple, Protocol
+from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
+from zoneinfo import ZoneInfo
 
 from duetime.events import EventKind
 from duetime.stores.base import Claim, Outcome
@@ -62,6 +63,22 @@ class Trigger(Protocol):
     async def run(self, job: Job) -> Outcome:
         """Run a claimed task of this kind (calling ``job.call`` or not) and return what
         follows: ``job.done(...)`` or ``await job.failed(...)``."""
+        ...
+
+
+@runtime_checkable
+class Recurring(Protocol):
+    """A trigger whose task comes due again and again (a series, a cron schedule): what
+    :meth:`App.next_occurrences <duetime.App.next_occurrences>` reads of it."""
+
+    def upcoming(self, pending_ms: int, now_ms: int, count: int, *, running: bool) -> list[int]:
+        """The next ``count`` due times (fewer when it ends first) as the worker will run
+        them: from the occurrence pending at ``pending_ms`` (the record's), or after it while
+        that one is ``running``; ``now_ms`` decides which are past."""
+        ...
+
+    def zone(self) -> ZoneInfo:
+        """The time zone its due times are shown in."""
         ...
 
 

@@ -73,6 +73,12 @@ async def resume_type(app: App, request: Request) -> str:
     return f"{name} resumed" if changed else f"{name} was not paused"
 
 
+async def trigger_cron(app: App, request: Request) -> str:
+    name = _param(request, "name")
+    task_id = await app.trigger_cron(name)
+    return f"cron schedule {name} runs now, as {task_id}"
+
+
 ACTIONS: dict[str, Action] = {
     "retry": retry,
     "delete": delete,
@@ -82,6 +88,7 @@ ACTIONS: dict[str, Action] = {
     "resume-cron": resume_cron,
     "pause-type": pause_type,
     "resume-type": resume_type,
+    "trigger-cron": trigger_cron,
 }
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -26,10 +25,6 @@ from duetime.worker.run import Run
 
 log = logging.getLogger(__name__)
 
-#: How close to its due time a task claimed early is woken by the event loop's timer; the
-#: rest (less than this, in ms) it waits with the loop held, to start on time to the tenth
-#: of a millisecond rather than the millisecond.
-PRECISE_MS = 1.0
 #: The shortest wait for a gate that opens by time: the store gives its opening rounded up
 #: to the millisecond, and the worker's clock may read a fraction before it.
 GATE_MIN_WAIT_MS = 1.0
@@ -187,14 +182,10 @@ class TypeRunner:
         try:
             if run.early:
                 clock, due = self.clock, run.claim.due_ms
-                # Claimed ahead of time: start it when it is due. An event loop's timers have
-                # a millisecond's grain (and may fire a fraction of one early): sleep on them
-                # to within PRECISE_MS, then wait the rest holding the loop, which happens
-                # once per due time (the tasks due with it find it passed).
-                while (ahead := due - clock.now()) > PRECISE_MS:  # noqa: ASYNC110 - a timer
-                    await asyncio.sleep((ahead - PRECISE_MS) / 1000)
-                if ahead > 0:
-                    time.sleep(ahead / 1000)  # noqa: ASYNC251 - under a millisecond, on purpose
+                # Claimed ahead of time: start it when it is due. The loop, because an event
+                # loop timer may fire a fraction of a millisecond early.
+                while (ahead := due - clock.now()) > 0:  # noqa: ASYNC110 - a timer, not a poll
+                    await asyncio.sleep(ahead / 1000)
             outcome = await self.executor.run(self.task_type, self.timeout, run)
         except asyncio.CancelledError:
             # Cut short by the end of the grace period: hand the task back.

@@ -1,5 +1,5 @@
-"""The calls on cron schedules: adding, pausing, resuming, removing and listing them (a
-client's), and the ``@app.cron`` decorator (an App's)."""
+"""The calls on cron schedules: adding, pausing, resuming, triggering, removing and listing
+them (a client's), and the ``@app.cron`` decorator (an App's)."""
 
 from __future__ import annotations
 
@@ -38,13 +38,15 @@ class CronCalls:
             expression: 5 fields (minute hour day-of-month month day-of-week), 6 with
                 seconds first, or an alias (@yearly, @monthly, @weekly, @daily, @hourly).
             options: the schedule's (:class:`~duetime.features.cron.manage.CronOptions`):
-                ``tz``, ``payload``, ``missed``, ``overlap``, ``jitter``, ``catchup``.
+                ``tz``, ``payload``, ``missed``, ``overlap``, ``jitter``, ``catchup``,
+                ``start``, ``end``, ``limit``, ``immediately``, ``grace``.
 
         Returns:
             False when the store already held the same schedule (nothing was written).
 
         Raises:
-            ValidationError: a bad field, or ``name`` taken by a schedule of another type.
+            ValidationError: a bad field (an end before the start, a limit below 1, ...), or
+                ``name`` taken by a schedule of another type; nothing is written.
         """
         self.task_type(task)
         declared = manage.define(
@@ -59,6 +61,21 @@ class CronCalls:
     async def resume_cron(self: ClientSide, name: str) -> None:
         """Fire a paused schedule again, from its next tick."""
         await manage.set_paused(self.registry.get(CronFeature).named, name, False)
+
+    async def trigger_cron(self: ClientSide, name: str) -> str:
+        """Run the schedule ``name`` once now, beside its ticks (which stay as they are): a
+        task of its own with the schedule's payload, whose id and ``ctx.occurrence`` are
+        ``"<name>@<now ms>"``, run, retried and filed like a tick with overlap "allow".
+        Paused and finished schedules too; it does not count toward ``limit``.
+
+        Returns:
+            The id of the run's task.
+
+        Raises:
+            ScheduleNotFound: no schedule has this name (in the store or declared).
+        """
+        named = self.registry.get(CronFeature).named
+        return await manage.trigger_now(named, name, await self.now_ms())
 
     async def remove_cron(self: ClientSide, name: str) -> bool:
         """Remove the schedule ``name`` from the store. One declared in code comes back when
@@ -88,7 +105,8 @@ class CronDecorator:
         written to the store when a worker starts, so it survives restarts; declaring it
         again with another definition updates it. The options are the schedule's
         (:class:`~duetime.features.cron.manage.CronOptions`: ``tz``, ``payload``,
-        ``missed``, ``overlap``, ``jitter``, ``catchup``) and the task type's (those of
+        ``missed``, ``overlap``, ``jitter``, ``catchup``, ``start``, ``end``, ``limit``,
+        ``immediately``, ``grace``) and the task type's (those of
         :meth:`~duetime.App.task`: retries, timeout, ...).
 
         Raises:

@@ -12,9 +12,9 @@ from duetime.errors import ScheduleNotFound, ValidationError
 from duetime.features.cron.named import Declared, NamedTriggers, Stored
 from duetime.record import Record
 from duetime.triggers.cron.expression import parse_cron
-from duetime.triggers.cron.policy import MISSED, OVERLAP, Missed, Overlap
+from duetime.triggers.cron.policy import MISSED, MISSED_AFTER_MS, OVERLAP, Missed, Overlap
 from duetime.triggers.cron.trigger import CronTrigger
-from duetime.validate import check_id, duration_ms, encode_payload
+from duetime.validate import check_id, check_int, duration_ms, encode_payload, to_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +27,13 @@ class CronInfo:
         missed_count: ticks missed because no run could start in time (every worker was
             down past them, or a crashed run's lease held the schedule).
         skipped_count: ticks skipped because the previous run was still running.
+        finished: past its ``end`` or its ``limit``: it runs no more, and stays listed
+            until removed (declaring it again with a later end or a higher limit revives
+            it).
+        start, end: its bounds: no tick before the one, nor after the other.
+        limit: the most runs it makes (done or dead); ``run_count``: runs so far (a run
+            asked for by :meth:`~duetime.App.trigger_cron` is not one of them).
+        grace: how late a tick may start and still run.
     """
 
     name: str
@@ -41,6 +48,12 @@ class CronInfo:
     skipped_count: int
     payload: dict[str, Any]
     stored: bool = True
+    finished: bool = False
+    start: datetime | None = None
+    end: datetime | None = None
+    limit: int | None = None
+    run_count: int = 0
+    grace: timedelta = timedelta(milliseconds=MISSED_AFTER_MS)
 
 
 class CronOptions(TypedDict, total=False):
@@ -57,6 +70,13 @@ class CronOptions(TypedDict, total=False):
             or ``allow`` runs to overlap (each tick is then a task of its own).
         jitter: delay each tick by up to this much, at random (shorter than the period).
         catchup: missed ticks older than this are not caught up.
+        start: no tick before this time (an aware datetime).
+        end: no tick after this time; the schedule is then finished (it stays listed).
+        limit: the schedule is finished after this many runs (done or dead).
+        immediately: run once when the schedule is first written to the store (not on
+            every worker start, nor when it is declared again), then on its ticks.
+        grace: how late a tick may start and still run (default a minute, or less when
+            the next tick comes sooner); a later one is missed.
     """
 
     tz: str
@@ -65,6 +85,11 @@ class CronOptions(TypedDict, total=False):
     overlap: Overlap
     jitter: timedelta | float | None
     catchup: timedelta | float | None
+    start: datetime | None
+    end: datetime | None
+    limit: int | None
+    immediately: bool
+    grace: timedelta | float | None
 
 
 #: The names of the cron options, to tell them from a task type's in ``@app.cron``.
@@ -100,9 +125,26 @@ def define(
             "jitter", f"{jitter_ms} ms is not shorter than the schedule's period ({period} ms)"
         )
     catchup_ms = None if catchup is None else duration_ms("catchup", catchup)
-    trigger = CronTrigger(expr, missed, overlap, jitter_ms, catchup_ms)
+    trigger = _bounded(CronTrigger(expr, missed, overlap, jitter_ms, catchup_ms), options)
     payload_json = encode_payload(options.get("payload"), max_payload_bytes)
-    return Declared(name, task_type, trigger, payload_json)
+    immediately = options.get("immediately", False)
+    if not isinstance(immediately, bool):
+        raise ValidationError("immediately", "must be True or False")
+    return Declared(name, task_type, trigger, payload_json, immediately)
+
+
+def _bounded(trigger: CronTrigger, options: CronOptions) -> CronTrigger:
+    """``trigger`` with the bounds and grace ``options`` give, checked."""
+    start, end = options.get("start"), options.get("end")
+    limit, grace = options.get("limit"), options.get("grace")
+    start_ms = None if start is None else to_ms("start", start)
+    end_ms = None if end is None else to_ms("end", end)
+    if start_ms is not None and end_ms is not None and end_ms < start_ms:
+        raise ValidationError("end", "is before start")
+    if limit is not None:
+        check_int("limit", limit)
+    grace_ms = MISSED_AFTER_MS if grace is None else duration_ms("grace", grace)
+    return replace(trigger, start_ms=start_ms, end_ms=end_ms, limit=limit, grace_ms=grace_ms)
 
 
 async def _cron(named: NamedTriggers, name: str) -> tuple[Stored, CronTrigger]:
@@ -129,17 +171,33 @@ async def next_runs(named: NamedTriggers, name: str, count: int, now_ms: int) ->
         declared = named.declared.get(name)
         if declared is None or not isinstance(declared.trigger, CronTrigger):
             raise
-        trigger = declared.trigger
-        ticks = trigger.expr.ticks(now_ms, count)
+        # As the first worker will write it.
+        first = declared.trigger.start(declared.payload_json, now_ms, declared.immediately)
+        assert isinstance(first.trigger, CronTrigger) and first.occurrence_ms is not None
+        trigger = first.trigger
+        ticks = trigger.upcoming(first.occurrence_ms, now_ms, count, running=False)
     else:
-        if trigger.paused:
-            return []
         pending = stored.record.occurrence_ms
-        if stored.task.state == "due" and pending is not None:
-            ticks = [pending, *trigger.expr.ticks(pending, count - 1)]
-        else:
-            ticks = trigger.expr.ticks(now_ms, count)
+        running = stored.task.state != "due" or pending is None
+        ticks = trigger.upcoming(pending or now_ms, now_ms, count, running=running)
     return [from_ms(t).astimezone(trigger.expr.tz) for t in ticks]
+
+
+async def trigger_now(named: NamedTriggers, name: str, now_ms: int) -> str:
+    """One extra run of the schedule ``name`` now, as a task of its own (its ticks stay as
+    they are); returns its id, ``"<name>@<now ms>"``."""
+    await _cron_known(named, name)
+    return await named.hand_off(name, now_ms, now_ms)
+
+
+async def _cron_known(named: NamedTriggers, name: str) -> None:
+    """Refuse a name that is not a cron schedule's, stored or declared."""
+    try:
+        await _cron(named, name)
+    except ScheduleNotFound:
+        declared = named.declared.get(name)
+        if declared is None or not isinstance(declared.trigger, CronTrigger):
+            raise
 
 
 async def infos(named: NamedTriggers) -> list[CronInfo]:
@@ -149,7 +207,8 @@ async def infos(named: NamedTriggers) -> list[CronInfo]:
     for stored in await named.all_stored():
         if isinstance(stored.trigger, CronTrigger):
             tick = stored.record.occurrence_ms
-            next_run = None if stored.trigger.paused or tick is None else from_ms(tick)
+            waits = not (stored.trigger.paused or stored.trigger.finished)
+            next_run = None if not waits or tick is None else from_ms(tick)
             info = _info(stored.name, stored.task_type, stored.trigger, stored.record, next_run)
             out.append(info)
     for name, declared in sorted(named.declared.items()):
@@ -180,4 +239,14 @@ def _info(
         trigger.skipped_count,
         record.payload,
         stored,
+        trigger.finished,
+        _moment(trigger.start_ms, trigger),
+        _moment(trigger.end_ms, trigger),
+        trigger.limit,
+        trigger.run_count,
+        timedelta(milliseconds=trigger.grace_ms),
     )
+
+
+def _moment(ms: int | None, trigger: CronTrigger) -> datetime | None:
+    return None if ms is None else from_ms(ms).astimezone(trigger.expr.tz)

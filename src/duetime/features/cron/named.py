@@ -32,24 +32,30 @@ class NamedTrigger(Trigger, Protocol):
         """What its user declared: equal definitions mean the same trigger."""
         ...
 
-    def carried_from(self, old: Any) -> NamedTrigger:
+    def carried_from(self, old: Any, waiting: bool = True) -> NamedTrigger:
         """This definition with the run-time state (paused, counters) of ``old``, a trigger
-        of the same kind."""
+        of the same kind; ``waiting``: whether ``old``'s task waits (it is not running)."""
         ...
 
-    def start(self, payload_json: str, now_ms: int) -> Next:
-        """Its first occurrence after ``now_ms`` (never, while paused)."""
+    def start(self, payload_json: str, now_ms: int, immediately: bool = False) -> Next:
+        """Its first occurrence after ``now_ms`` (never, while paused); with
+        ``immediately``, one at once first."""
         ...
 
 
 @dataclass(frozen=True, slots=True)
 class Declared:
-    """A named trigger as code declares it."""
+    """A named trigger as code declares it.
+
+    Attributes:
+        immediately: when the store first gets it, it runs once at once, then as it says.
+    """
 
     name: str
     task_type: str
     trigger: NamedTrigger
     payload_json: str
+    immediately: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,12 +121,16 @@ class NamedTriggers:
             same = old_trigger.definition() == trigger.definition()
             if same and old.payload_json == declared.payload_json:
                 return False
-            trigger = trigger.carried_from(old_trigger)
-        nxt = trigger.start(declared.payload_json, await self._now_ms())
+            trigger = trigger.carried_from(old_trigger, task is not None and task.state == "due")
         # Never seen: write it only if no other process did meanwhile, so that a tick is
-        # not written twice by workers starting together.
+        # not written twice by workers starting together. Its immediate run rides in that
+        # first write: once, whichever process makes it, and never again.
+        first = task is None
+        nxt = trigger.start(
+            declared.payload_json, await self._now_ms(), declared.immediately and first
+        )
         new = NewTask(declared.name, nxt.due_ms, Record.following(nxt).encode())
-        await store.schedule(declared.task_type, [new], only_new=task is None)
+        await store.schedule(declared.task_type, [new], only_new=first)
         return True
 
     async def write_declared(self, only: Container[str] | None = None) -> None:
@@ -164,6 +174,30 @@ class NamedTriggers:
         store = await self._open()
         new = NewTask(stored.name, nxt.due_ms, Record.following(nxt).encode())
         await store.schedule(stored.task_type, [new])
+
+    async def hand_off(self, name: str, occurrence_ms: int, due_ms: int) -> str:
+        """Write the occurrence at ``occurrence_ms`` of the trigger ``name`` as a task of its
+        own, due at ``due_ms``, with the trigger's payload, under ``"<name>@<occurrence
+        ms>"``: what a worker writes for a cron tick with overlap "allow". A task of that
+        id already in the store (due, running or dead) is left as it is. Returns its id.
+
+        Raises:
+            ScheduleNotFound: it is neither in the store (readable) nor declared.
+        """
+        task_type, task = await self.locate(name)
+        found = _read(task)
+        declared = self.declared.get(name)
+        if found is not None:
+            payload_json = found[0].payload_json
+        elif declared is not None and declared.task_type == task_type:
+            payload_json = declared.payload_json
+        else:
+            raise ScheduleNotFound(name)
+        task_id = f"{name}@{occurrence_ms}"
+        record = Record(payload_json, None, occurrence_ms).encode()
+        store = await self._open()
+        await store.schedule(task_type, [NewTask(task_id, due_ms, record)], only_new=True)
+        return task_id
 
     async def remove(self, name: str) -> bool:
         """Remove the trigger ``name`` and its name; whether a task was there."""

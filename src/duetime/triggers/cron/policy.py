@@ -12,7 +12,7 @@ Overlap = Literal["skip", "allow"]
 MISSED: tuple[Missed, ...] = ("skip", "once", "all")
 OVERLAP: tuple[Overlap, ...] = ("skip", "allow")
 #: A tick is late, not missed, when it starts within this long of its time (or before the
-#: next tick, if that comes sooner).
+#: next tick, if that comes sooner), unless the schedule gives its own ``grace``.
 MISSED_AFTER_MS = 60_000
 #: With missed="all", at most this many missed ticks are caught up; older ones are skipped.
 MAX_CATCHUP = 100
@@ -29,6 +29,16 @@ class Policies(Protocol):
 
     @property
     def catchup_ms(self) -> int | None: ...
+
+    @property
+    def grace_ms(self) -> int:
+        """How late a tick may start and still run (MISSED_AFTER_MS unless given)."""
+        ...
+
+    @property
+    def end_ms(self) -> int | None:
+        """No tick after this one runs."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,13 +61,13 @@ class Plan:
     again: bool = False
 
 
-def missed_ticks_ms(tick_ms: int, next_ms: int) -> int:
+def missed_ticks_ms(tick_ms: int, next_ms: int, grace_ms: int = MISSED_AFTER_MS) -> int:
     """When the tick at ``tick_ms`` counts as missed (its successor is at ``next_ms``)."""
-    return tick_ms + min(MISSED_AFTER_MS, next_ms - tick_ms)
+    return tick_ms + min(grace_ms, next_ms - tick_ms)
 
 
-def _late(expr: CronExpr, tick_ms: int, now_ms: int) -> bool:
-    return now_ms > missed_ticks_ms(tick_ms, expr.next_after(tick_ms))
+def _late(spec: Policies, tick_ms: int, now_ms: int) -> bool:
+    return now_ms > missed_ticks_ms(tick_ms, spec.expr.next_after(tick_ms), spec.grace_ms)
 
 
 def plan_claim(spec: Policies, tick_ms: int, now_ms: int, stalls: int = 0) -> Plan:
@@ -67,8 +77,9 @@ def plan_claim(spec: Policies, tick_ms: int, now_ms: int, stalls: int = 0) -> Pl
     expired): that tick runs again, whatever its lateness (at-least-once), and the ticks
     that came due since are planned after it (:func:`after_run`).
 
-    Otherwise every tick from ``tick_ms`` up to now is a candidate. A tick is missed when it starts
-    more than a minute after its time (or after the next tick, if that is sooner).
+    Otherwise every tick from ``tick_ms`` up to now (and up to the schedule's end) is a
+    candidate. A tick is missed when it starts more than its grace (a minute unless given)
+    after its time (or after the next tick, if that is sooner).
     ``skip`` runs the latest tick only if it is not missed; ``once`` runs the latest tick
     as one catch-up for all of them; ``all`` runs every candidate in turn, oldest first, at
     most MAX_CATCHUP of them. The catch-up window drops candidates older than it.
@@ -77,10 +88,12 @@ def plan_claim(spec: Policies, tick_ms: int, now_ms: int, stalls: int = 0) -> Pl
     following = expr.next_after(tick_ms)
     if stalls:
         return Plan(tick_ms, [], 0, following, again=True)
-    if now_ms < following and now_ms <= missed_ticks_ms(tick_ms, following):
+    if now_ms < following and now_ms <= missed_ticks_ms(tick_ms, following, spec.grace_ms):
         return Plan(tick_ms, [], 0, following)  # the common case: on time, nothing missed
-    total = 1 + expr.count_between(tick_ms, now_ms)
-    ticks = ([tick_ms] + expr.ticks_until(tick_ms, now_ms, MAX_CATCHUP))[-(MAX_CATCHUP + 1) :]
+    # Ticks after the schedule's end are none of its own: neither run nor missed.
+    horizon = now_ms if spec.end_ms is None else max(tick_ms, min(now_ms, spec.end_ms))
+    total = 1 + expr.count_between(tick_ms, horizon)
+    ticks = ([tick_ms] + expr.ticks_until(tick_ms, horizon, MAX_CATCHUP))[-(MAX_CATCHUP + 1) :]
     in_window = [t for t in ticks if spec.catchup_ms is None or now_ms - t <= spec.catchup_ms]
     run: int | None
     if spec.missed == "all":
@@ -92,7 +105,7 @@ def plan_claim(spec: Policies, tick_ms: int, now_ms: int, stalls: int = 0) -> Pl
         if spec.missed == "once":
             run = latest if latest in in_window else None
         else:
-            run = None if _late(expr, latest, now_ms) else latest
+            run = None if _late(spec, latest, now_ms) else latest
         given_up = [t for t in ticks if t != run]
     missed_total = total - len(ticks) + len(given_up)
     return Plan(run, given_up, missed_total, expr.next_after(max(now_ms, tick_ms)))

@@ -15,14 +15,16 @@ import logging
 import random
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
+from zoneinfo import ZoneInfo
 
-from duetime.clock import MAX_MS, NEVER_MS, iso
+from duetime.clock import MAX_MS, NEVER_MS, in_range, iso
 from duetime.errors import SchemaError, ValidationError
 from duetime.stores.base import Outcome
 from duetime.triggers.base import Job, Next
 from duetime.triggers.cron.expression import CronExpr, parse_cron
 from duetime.triggers.cron.policy import (
     MISSED,
+    MISSED_AFTER_MS,
     OVERLAP,
     Missed,
     Overlap,
@@ -50,6 +52,12 @@ class CronTrigger:
         missed_count: ticks missed so far (every worker was down past them, or a
             crashed run's lease held the schedule).
         skipped_count: ticks skipped so far because the previous run was still running.
+        start_ms, end_ms: no tick before the one, nor after the other.
+        limit: the most runs (done or dead) the schedule makes; ``run_count`` so far.
+        grace_ms: how late a tick may start and still run (see the missed policy).
+        finished: past its end or its limit, it waits for nothing (and stays listed).
+        immediate: a run is due at once, before the ticks: the one ``immediately`` asks
+            for when the schedule is first written.
     """
 
     KEY: ClassVar[str] = "c"
@@ -62,6 +70,13 @@ class CronTrigger:
     paused: bool = False
     missed_count: int = 0
     skipped_count: int = 0
+    start_ms: int | None = None
+    end_ms: int | None = None
+    limit: int | None = None
+    grace_ms: int = MISSED_AFTER_MS
+    run_count: int = 0
+    finished: bool = False
+    immediate: bool = False
 
     def definition(self) -> tuple[object, ...]:
         """What the user declared: two triggers with the same definition are the same
@@ -73,16 +88,22 @@ class CronTrigger:
             self.overlap,
             self.jitter_ms,
             self.catchup_ms,
+            self.start_ms,
+            self.end_ms,
+            self.limit,
+            self.grace_ms,
         )
 
-    def carried_from(self, old: Any) -> CronTrigger:
+    def carried_from(self, old: Any, waiting: bool = True) -> CronTrigger:
         """This definition with ``old``'s paused state and counters: a schedule updated in
-        place keeps them."""
+        place keeps them, and its immediate run while it still waits (not once it runs)."""
         return replace(
             self,
             paused=old.paused,
             missed_count=old.missed_count,
             skipped_count=old.skipped_count,
+            run_count=old.run_count,
+            immediate=old.immediate and waiting,
         )
 
     def to_json(self) -> dict[str, object]:
@@ -95,6 +116,13 @@ class CronTrigger:
             "q": (self.paused, False),
             "nm": (self.missed_count, 0),
             "ns": (self.skipped_count, 0),
+            "s": (self.start_ms, None),
+            "e": (self.end_ms, None),
+            "l": (self.limit, None),
+            "g": (self.grace_ms, MISSED_AFTER_MS),
+            "nr": (self.run_count, 0),
+            "f": (self.finished, False),
+            "i": (self.immediate, False),
         }
         for key, (value, default) in optional.items():
             if value != default:
@@ -107,10 +135,10 @@ class CronTrigger:
         missed, overlap = doc.get("m", "skip"), doc.get("v", "skip")
         if missed not in MISSED or overlap not in OVERLAP:
             raise ValidationError("cron", f"unknown policy {missed!r} or {overlap!r}")
-        jitter, missed_count, skipped_count = (_int(doc, key) for key in ("j", "nm", "ns"))
-        catchup = None if doc.get("w") is None else _int(doc, "w")
-        if catchup == 0:
-            raise ValidationError("cron", "stored catch-up window 'w' is not over 0")
+        jitter, missed_count, skipped_count, run_count = (
+            _int(doc, key) for key in ("j", "nm", "ns", "nr")
+        )
+        catchup, limit, grace = (_positive(doc, key) for key in ("w", "l", "g"))
         return cls(
             parse_cron(doc.get("x"), doc.get("z")),
             missed,
@@ -120,6 +148,13 @@ class CronTrigger:
             bool(doc.get("q", False)),
             missed_count,
             skipped_count,
+            start_ms=_time(doc, "s"),
+            end_ms=_time(doc, "e"),
+            limit=limit,
+            grace_ms=MISSED_AFTER_MS if grace is None else grace,
+            run_count=run_count,
+            finished=bool(doc.get("f", False)),
+            immediate=bool(doc.get("i", False)),
         )
 
     @classmethod
@@ -138,21 +173,66 @@ class CronTrigger:
     def shown(self) -> dict[str, Any]:
         return {}
 
-    def start(self, payload_json: str, now_ms: int) -> Next:
-        """The schedule waiting for its first tick after ``now_ms`` (never, while paused)."""
-        tick = NEVER_MS if self.paused else self.expr.next_after(now_ms)
-        return self.waiting_for(payload_json, tick)
+    def start(self, payload_json: str, now_ms: int, immediately: bool = False) -> Next:
+        """The schedule waiting for its first tick after ``now_ms`` and not before its
+        start (never, while paused; nothing once past its end or limit); with
+        ``immediately`` (or an immediate run still pending), for a run at once first (at
+        its start, if that is later)."""
+        spec = replace(self, finished=False, immediate=self.immediate or immediately)
+        if spec.paused:
+            return spec.waiting_for(payload_json, NEVER_MS)
+        begin = now_ms if self.start_ms is None else max(now_ms, self.start_ms)
+        if spec.immediate:
+            if not spec.over(begin):
+                return Next(begin, payload_json, spec, begin)
+            spec = replace(spec, immediate=False)
+        after = now_ms if begin == now_ms else begin - 1  # a tick at the start is its first
+        return spec.waiting_for(payload_json, spec.expr.next_after(after))
+
+    def over(self, tick_ms: int) -> bool:
+        """Whether the schedule ends before the tick at ``tick_ms``: past its end, or its
+        limit of runs reached."""
+        if self.end_ms is not None and tick_ms > self.end_ms:
+            return True
+        return self.limit is not None and self.run_count >= self.limit
 
     def waiting_for(self, payload_json: str, tick_ms: int) -> Next:
         """The schedule waiting for the tick at ``tick_ms``: due then, plus jitter unless
-        paused, with the tick as its occurrence."""
+        paused, with the tick as its occurrence; finished instead, waiting for nothing,
+        when it ends before that tick."""
+        if not self.paused and self.over(tick_ms):
+            return Next(NEVER_MS, payload_json, replace(self, finished=True), NEVER_MS)
         jitter = random.randint(0, self.jitter_ms) if self.jitter_ms and not self.paused else 0
         return Next(tick_ms + jitter, payload_json, self, tick_ms)
+
+    def upcoming(self, pending_ms: int, now_ms: int, count: int, *, running: bool) -> list[int]:
+        """The next ``count`` ticks (fewer when the schedule ends first): from the one it
+        waits for at ``pending_ms``, or after ``now_ms`` while a run holds it."""
+        if self.paused or self.finished:
+            return []
+        left = count
+        if self.limit is not None:
+            left = min(count, self.limit - self.run_count - (1 if running else 0))
+        if left <= 0:
+            return []
+        ticks = self.expr.ticks(now_ms, left) if running else [pending_ms]
+        if not running:
+            ticks += self.expr.ticks(pending_ms, left - 1)
+        return [t for t in ticks if self.end_ms is None or t <= self.end_ms]
+
+    def zone(self) -> ZoneInfo:
+        """The schedule's time zone."""
+        return self.expr.tz
 
     async def run(self, job: Job) -> Outcome:
         now = job.now_ms()
         spec, tick = self, job.occurrence_ms
-        if job.failures:
+        if spec.immediate:
+            # The run asked for as the schedule was created: it runs however late, and the
+            # ticks that came due meanwhile are planned after it, as after a re-run.
+            run, again = tick, True
+            spec = replace(spec, immediate=False)
+        elif job.failures:
             # A retry of a tick that failed: run it again, no planning. After a crash (the
             # claim has stalls) it goes on as the tick's re-run would have.
             run, again = tick, job.claim.stalls > 0
@@ -163,7 +243,9 @@ class CronTrigger:
                 return job.done(spec.waiting_for(job.payload_json, plan.next_ms))
             run, again = plan.run_ms, plan.again
         if spec.overlap == "allow":
-            following = spec.waiting_for(job.payload_json, next_for_allow(spec, run, now, again))
+            # The tick handed off counts as run: it runs (done or dead) as a task of its own.
+            ran = replace(spec, run_count=spec.run_count + 1)
+            following = ran.waiting_for(job.payload_json, next_for_allow(spec, run, now, again))
             return job.done(following, hand_off_ms=run)
         error = await job.call(run)
         if error is None:
@@ -172,7 +254,9 @@ class CronTrigger:
             await asyncio.sleep(0)
         nxt, skipped = after_run(spec, run, now, job.now_ms(), again)
         counted = replace(spec, skipped_count=spec.skipped_count + skipped) if skipped else spec
-        following = counted.waiting_for(job.payload_json, nxt)
+        # Counted once the tick is over (done or dead), not in the state a retry keeps.
+        ran = replace(counted, run_count=counted.run_count + 1)
+        following = ran.waiting_for(job.payload_json, nxt)
         # A retry of a tick run again goes on from the tick after it, and so plans the
         # ticks that came due during this run once more: they count only if it is given up.
         if error is None or not again:
@@ -220,6 +304,22 @@ def _int(doc: dict[str, object], key: str) -> int:
     value = doc.get(key, 0)
     if type(value) is not int or not 0 <= value <= MAX_MS:
         raise ValidationError("cron", f"stored field {key!r} is not a whole number of 0 or more")
+    return value
+
+
+def _positive(doc: dict[str, object], key: str) -> int | None:
+    if doc.get(key) is None:
+        return None
+    value = _int(doc, key)
+    if value == 0:
+        raise ValidationError("cron", f"stored field {key!r} is not over 0")
+    return value
+
+
+def _time(doc: dict[str, object], key: str) -> int | None:
+    value = doc.get(key)
+    if value is not None and not (type(value) is int and in_range(value)):
+        raise ValidationError("cron", f"stored field {key!r} is not a time (ms)")
     return value
 
 
