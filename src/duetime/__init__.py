@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from duetime.aborts import AbortStatus
 from duetime.app import App
 from duetime.client import Client
 from duetime.clock import Clock, ManualClock, StoreClock, SystemClock
@@ -49,6 +50,7 @@ __version__ = VERSION
 
 __all__ = [
     "Abort",
+    "AbortStatus",
     "App",
     "Backoff",
     "BulkIncomplete",

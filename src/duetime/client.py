@@ -1,41 +1,36 @@
 """The Client: the store behind an app, its clock, and the calls on tasks (schedule, read,
-cancel, retry)."""
+cancel, retry; the producer's calls are in :mod:`duetime.producing`)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import copy
-from collections.abc import AsyncIterator, Iterable
-from datetime import datetime, timedelta
-from typing import Any, Self, TypedDict
+from collections.abc import AsyncIterator
+from datetime import datetime
+from typing import Self, TypedDict
 
+from duetime.aborts import AbortCalls
 from duetime.clock import Clock, StoreClock, from_ms, synced_clock
 from duetime.errors import (
     DuetimeError,
     SchemaError,
-    StoreError,
     TaskNotFound,
-    UnknownTaskType,
     ValidationError,
 )
 from duetime.features.cron.calls import CronCalls
 from duetime.features.cron.feature import CronFeature
-from duetime.interval import CalendarInterval
 from duetime.listing import task_info
-from duetime.model import Task, TaskInfo
-from duetime.newtask import new_task
+from duetime.model import TaskInfo
 from duetime.partitions.store import open_partitioned
+from duetime.producing import ProducerCalls
 from duetime.record import Record
 from duetime.registry import Registry
 from duetime.stores import open_store, redact, resolve_url
-from duetime.stores.base import DURABILITIES, STATES, Durability, NewTask, State, Store
+from duetime.stores.base import DURABILITIES, STATES, Durability, State, Store
 from duetime.tasktype import TaskType, TaskTypes
 from duetime.upcoming import UpcomingCalls
-from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_name, new_task_id, to_ms
-
-#: How many ids :meth:`Client.submit` draws before it gives up (one taken id in 2**71).
-SUBMIT_TRIES = 5
+from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_name, to_ms
 
 
 class ClientSettings(TypedDict, total=False):
@@ -49,7 +44,7 @@ class ClientSettings(TypedDict, total=False):
     store: Store | None
 
 
-class Client(CronCalls, UpcomingCalls):
+class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
     """A store, its clock, what it may schedule (its registry: declared task types and cron
     schedules) and the calls on its tasks (their coming runs: :class:`UpcomingCalls`) and
     cron schedules; :class:`~duetime.App` adds handlers, the features that run them and
@@ -215,120 +210,11 @@ class Client(CronCalls, UpcomingCalls):
             await clock.sync()
         return clock.now_ms()
 
-    # -- producing ----------------------------------------------------------------------
-
-    async def schedule(
-        self,
-        task_type: str,
-        task_id: str,
-        *,
-        at: datetime | None = None,
-        delay: timedelta | float | None = None,
-        payload: dict[str, Any] | None = None,
-        every: timedelta | CalendarInterval | float | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-    ) -> datetime:
-        """Schedule a task; if ``(task_type, task_id)`` exists, move it and replace its payload.
-
-        Args:
-            task_type: a registered or declared task type.
-            task_id: unique within its type: scheduling the same id again is idempotent.
-            at: an aware datetime; or ``delay`` from now (by the store's clock). Neither
-                means now.
-            payload: a JSON object (dict), at most ``max_payload_bytes`` as JSON.
-            every: make it periodic: each occurrence is due ``every`` after the previous
-                one's due time; with a :class:`~duetime.CalendarInterval`, at the first
-                occurrence's wall-clock time that many days (or months) later.
-            until: the last time an occurrence may be due.
-            limit: the most occurrences the series runs (done or dead).
-
-        Returns:
-            When the task is due, as an aware UTC datetime.
-
-        Raises:
-            ValidationError: a field is wrong (the error names it); nothing is written.
-            UnknownTaskType: the type is neither registered nor declared.
-            StoreUnavailable: the store cannot be reached; the task may or may not have been
-                written, and scheduling again is safe.
-        """
-        spec = Task(task_type, task_id, at, delay, payload, every, until, limit)  # type: ignore[arg-type]
-        store, new = await self._prepare(spec)
-        await store.schedule(task_type, (new,))
-        return from_ms(new.due_ms)
-
-    async def submit(
-        self,
-        task_type: str,
-        *,
-        at: datetime | None = None,
-        delay: timedelta | float | None = None,
-        payload: dict[str, Any] | None = None,
-        every: timedelta | CalendarInterval | float | None = None,
-        until: datetime | None = None,
-        limit: int | None = None,
-    ) -> str:
-        """Schedule a new task under an id duetime picks, and return that id.
-
-        For tasks that need no name of their own (send this mail in an hour). The options
-        are :meth:`schedule`'s. The id is 12 letters and digits, 71 random bits, and never
-        one in use in the type: should it be taken, another is drawn. A short id costs
-        less store memory than a long one.
-
-        Raises:
-            ValidationError, UnknownTaskType: as :meth:`schedule`; nothing is written.
-            StoreUnavailable: the store cannot be reached; the task may or may not have been
-                written (submitting again may then make a second task: use
-                :meth:`schedule` with an id of your own where that matters).
-        """
-        spec = Task(task_type, new_task_id(), at, delay, payload, every, until, limit)  # type: ignore[arg-type]
-        store, new = await self._prepare(spec)
-        for draw in range(SUBMIT_TRIES):
-            if draw:  # the id is taken: the same task under another
-                new = new._replace(id=new_task_id())
-            if not await store.schedule(task_type, (new,), only_new=True):
-                return new.id
-        raise StoreError(f"no free id for a new {task_type} task in {SUBMIT_TRIES} draws")
-
-    async def _prepare(self, spec: Task) -> tuple[Store, NewTask]:
-        """Check one task (before any connection when it has ``at``) and open the store."""
-        self.task_type(spec.task_type)
-        if spec.at is not None:  # refused at the door, before any connection is made
-            new = new_task(spec, None, self.max_payload_bytes)
-            return await self.open(), new
-        store = await self.open()
-        return store, new_task(spec, self.clock.now_ms(), self.max_payload_bytes)
-
-    async def schedule_many(self, tasks: Iterable[Task]) -> int:
-        """Schedule many tasks in as few round trips as possible (one per type and 1,000).
-
-        Every task is checked before any is written. Returns how many were scheduled.
-        """
-        specs = list(tasks)
-        for n, spec in enumerate(specs):  # refused at the door, before any connection
-            if not isinstance(spec, Task):
-                raise ValidationError(f"tasks[{n}]", "must be a duetime.Task")
-            if spec.task_type not in self.types:
-                check_name(f"tasks[{n}].task_type", spec.task_type)
-                raise UnknownTaskType(spec.task_type, tuple(self.types), f"tasks[{n}].task_type")
-        store = await self.open()
-        now = self.clock.now_ms()
-        by_type: dict[str, list[NewTask]] = {}
-        for n, spec in enumerate(specs):
-            try:
-                new = new_task(spec, now, self.max_payload_bytes)
-            except ValidationError as exc:
-                raise type(exc)(f"tasks[{n}].{exc.field}", exc.problem) from None
-            by_type.setdefault(spec.task_type, []).append(new)
-        for name, batch in by_type.items():
-            await store.schedule(name, batch)
-        return len(specs)
-
     async def cancel(self, task_type: str, task_id: str) -> bool:
         """Cancel a task, due, dead or running. Returns whether it existed.
 
-        A running handler is not interrupted, but its task will not be retried or
-        rescheduled.
+        A running handler is not interrupted (:meth:`abort` does that), but its task will
+        not be retried or rescheduled.
         """
         self.task_type(task_type)
         check_id(task_id, stored=True)

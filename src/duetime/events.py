@@ -30,6 +30,7 @@ EventKind = Literal[
     "failed",
     "retried",
     "dead_lettered",
+    "aborted",
     "missed_ticks",
     "settled",
     "dispatched",
@@ -53,7 +54,8 @@ class WorkerEvent:
             worker does not know it yet (claimed) or it does not apply (missed_ticks).
         lateness_ms: how long after its due time it was claimed or started.
         duration_ms: how long the handler ran (succeeded and failed).
-        error: what the handler raised (failed, retried, dead_lettered).
+        error: what the handler raised (failed, retried, dead_lettered), or why the run
+            was aborted (aborted).
         count: how many ticks were missed (missed_ticks); 1 otherwise.
         instruction: what a poller dispatched (dispatched).
         exception: what the handler raised (failed: with its traceback), or what made a
@@ -114,6 +116,12 @@ class Listener:
 
     def dead_lettered(self, event: WorkerEvent) -> None:
         """A failed occurrence went to the dead letters: out of retries, or aborted."""
+
+    def aborted(self, event: WorkerEvent) -> None:
+        """A run was aborted (``App.abort``, or a cron schedule's
+        ``overlap="cancel_other"``; ``error`` says which): a ``failed`` event came first
+        if its handler had started. It is not retried: a one-off task ends, a series goes
+        on with its next occurrence."""
 
     def missed_ticks(self, event: WorkerEvent) -> None:
         """A cron schedule gave up ``count`` ticks missed while no worker ran it."""

@@ -13,6 +13,9 @@ from duetime.rate import Rate, as_rate, check_global_concurrency
 from duetime.validate import as_timedelta, check_int, duration_ms
 
 Delivery = Literal["at_least_once", "at_most_once"]
+#: What scheduling an id does when a task with that id is pending (waits or runs): see
+#: :meth:`App.schedule`.
+IfExists = Literal["replace", "keep", "merge"]
 
 #: Defaults of a task type. The lease is how long a claimed task stays with its worker
 #: without a renewal (renewals come every third of it), so it bounds how soon a crashed
@@ -223,6 +226,8 @@ class Task:
     every: timedelta | CalendarInterval | None = None
     until: datetime | None = None
     limit: int | None = None
+    if_exists: IfExists = "replace"
+    unique_for: timedelta | None = None
 
 
 @dataclass(frozen=True, slots=True)

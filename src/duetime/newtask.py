@@ -9,6 +9,7 @@ from duetime.interval import CalendarInterval, CalendarSeries
 from duetime.model import Task
 from duetime.record import Record
 from duetime.stores.base import NewTask
+from duetime.stores.conditional import MODES
 from duetime.triggers.periodic import Periodic
 from duetime.validate import check_id, check_int, duration_ms, encode_payload, to_ms
 
@@ -42,7 +43,8 @@ def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
     trigger = _series(task, due)
     # A series' record names the occurrence it waits for (see triggers.periodic).
     occurrence = None if trigger is None else due
-    return NewTask(task.task_id, due, Record(payload, trigger, occurrence).encode())
+    record = Record(payload, trigger, occurrence, unique_ms=unique_ms(task))
+    return NewTask(task.task_id, due, record.encode())
 
 
 def _series(task: Task, due_ms: int) -> Periodic | None:
@@ -67,3 +69,15 @@ def _series(task: Task, due_ms: int) -> Periodic | None:
     if limit is not None:
         check_int("limit", limit)
     return Periodic(every_ms, until_ms, calendar, limit)
+
+
+def unique_ms(task: Task) -> int:
+    """The task's ``unique_for`` in whole ms (0 for none), once its ``if_exists`` and
+    ``unique_for`` are checked.
+
+    Raises:
+        ValidationError: naming the bad field.
+    """
+    if task.if_exists not in MODES:
+        raise ValidationError("if_exists", "must be 'replace', 'keep' or 'merge'")
+    return 0 if task.unique_for is None else duration_ms("unique_for", task.unique_for)

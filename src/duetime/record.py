@@ -3,7 +3,7 @@
 A record is a compact JSON object, readable in the store::
 
     {"p": <payload>, <the trigger's fields>, "o": <occurrence due ms>, "f": <failures>,
-     "t": <traceback>}
+     "t": <traceback>, "q": <unique window ms>}
 
 Only ``p`` is always there. ``o`` is the due time of the occurrence a retry (or a cron
 schedule's next tick) belongs to, so that the occurrence id stays the same however often a
@@ -11,7 +11,9 @@ retry moves the task; ``f`` counts the failed attempts of that occurrence so far
 the traceback of the last failed attempt, written only by a failure (a retry or a dead
 letter) and bounded (:func:`duetime.worker.outcome.trace`). A trigger
 (:mod:`duetime.triggers.kinds`) writes fields of its own, such as ``"e"`` and ``"u"`` for an
-``every`` series or ``"c"`` for a cron schedule.
+``every`` series or ``"c"`` for a cron schedule. ``q`` marks a task scheduled with
+``unique_for``: the window, in ms, for which its finish (done or dead) is remembered, so that
+the worker's settle knows what to remember without reading anything more.
 
 A decoded record keeps the payload's JSON text as it was stored, so that what a handler
 does to its own copy of the payload never reaches a retry, a dead letter or the next
@@ -30,7 +32,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from duetime.clock import in_range
+from duetime.clock import MAX_MS, in_range
 from duetime.errors import SchemaError
 from duetime.stores.base import Claim
 from duetime.triggers.base import Next, Trigger
@@ -64,6 +66,8 @@ class Record:
         occurrence_ms: the occurrence it belongs to, when that is not its due time.
         failures: failed attempts at that occurrence so far.
         traceback: the traceback of the last failed attempt, if it had one.
+        unique_ms: for a task scheduled with ``unique_for``, how long its finish is
+            remembered (0: not remembered).
     """
 
     payload_json: str
@@ -71,6 +75,7 @@ class Record:
     occurrence_ms: int | None = None
     failures: int = 0
     traceback: str | None = None
+    unique_ms: int = 0
     _payload: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -84,7 +89,7 @@ class Record:
     def encode(self) -> str:
         """The record's text, as stored."""
         if self.trigger is None and self.occurrence_ms is None and not self.failures:
-            if self.traceback is None:
+            if self.traceback is None and not self.unique_ms:
                 return _HEAD + self.payload_json + "}"  # a one-off task's first attempt
         parts = [_HEAD, self.payload_json]
         if self.trigger is not None:
@@ -95,6 +100,8 @@ class Record:
             parts.append(f',"f":{self.failures}')
         if self.traceback is not None:
             parts.append(',"t":' + json.dumps(self.traceback, ensure_ascii=False))
+        if self.unique_ms:
+            parts.append(f',"q":{self.unique_ms}')
         parts.append("}")
         return "".join(parts)
 
@@ -127,7 +134,7 @@ class Record:
                 payload, end = None, 0
             if type(payload) is dict:
                 if end == len(text) - 1 and text[end] == "}":
-                    return cls(text[_AFTER_HEAD:end], None, None, 0, None, payload)  # common
+                    return cls(text[_AFTER_HEAD:end], None, None, 0, None, 0, payload)  # common
                 if text.startswith(",", end):
                     rest = _parse("{" + text[end + 1 :])
                     return cls._with_fields(text[_AFTER_HEAD:end], payload, rest)
@@ -158,7 +165,10 @@ class Record:
             raise SchemaError("field 'f' of the record is not a count of failed attempts")
         if trace is not None and type(trace) is not str:
             raise SchemaError("field 't' of the record is not text")
-        return cls(payload_json, trigger, occurrence, failures, trace, payload)
+        unique = doc.get("q", 0)
+        if not (type(unique) is int and 0 <= unique <= MAX_MS):
+            raise SchemaError("field 'q' of the record is not a window (ms)")
+        return cls(payload_json, trigger, occurrence, failures, trace, unique, payload)
 
 
 def _parse(text: str) -> Any:

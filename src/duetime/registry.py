@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Protocol, TypeVar, Unpack
 
+from duetime.clock import Clock
 from duetime.events import Listener
 from duetime.features.base import Feature
 from duetime.model import TaskOptions
@@ -84,8 +85,8 @@ class Registry:
 
 
 class ClientSide(Protocol):
-    """What the calls a feature adds to a client (its mixin) use of it: the registry, the
-    store and its time."""
+    """What the calls a feature adds to a client (its mixin), and the producer's calls, use
+    of it: the registry, the store and its time."""
 
     @property
     def registry(self) -> Registry: ...
@@ -99,6 +100,9 @@ class ClientSide(Protocol):
     async def open(self) -> Store: ...
 
     async def now_ms(self) -> int: ...
+
+    @property
+    def clock(self) -> Clock: ...
 
     def store(self) -> Store: ...
 

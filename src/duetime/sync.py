@@ -7,14 +7,15 @@ import concurrent.futures
 import logging
 import threading
 from collections.abc import Coroutine, Iterable
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from duetime.errors import ClientClosed
 from duetime.model import Task, TaskInfo
 from duetime.stores.base import State
 
 if TYPE_CHECKING:
+    from duetime.aborts import AbortStatus
     from duetime.client import Client
 
 T = TypeVar("T")
@@ -64,9 +65,27 @@ class SyncClient:
             with self._lock:
                 self._in_flight.discard(future)
 
-    def schedule(self, task_type: str, task_id: str, **options: Any) -> datetime:
+    @overload
+    def schedule(
+        self, task_type: str, task_id: str, *, unique_for: None = None, **options: Any
+    ) -> datetime: ...
+
+    @overload
+    def schedule(
+        self, task_type: str, task_id: str, *, unique_for: timedelta | float, **options: Any
+    ) -> datetime | None: ...
+
+    def schedule(
+        self,
+        task_type: str,
+        task_id: str,
+        *,
+        unique_for: timedelta | float | None = None,
+        **options: Any,
+    ) -> datetime | None:
         """See :meth:`App.schedule`."""
-        return self._call(self._app.schedule(task_type, task_id, **options))
+        call = self._app.schedule(task_type, task_id, unique_for=unique_for, **options)
+        return self._call(call)
 
     def submit(self, task_type: str, **options: Any) -> str:
         """See :meth:`App.submit`."""
@@ -79,6 +98,10 @@ class SyncClient:
     def cancel(self, task_type: str, task_id: str) -> bool:
         """See :meth:`App.cancel`."""
         return self._call(self._app.cancel(task_type, task_id))
+
+    def abort(self, task_type: str, task_id: str) -> AbortStatus:
+        """See :meth:`App.abort`."""
+        return self._call(self._app.abort(task_type, task_id))
 
     def retry(self, task_type: str, task_id: str, *, at: datetime | None = None) -> datetime:
         """See :meth:`App.retry`."""

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from duetime.errors import DuplicateTaskNameError, UnknownTaskType, ValidationError
 from duetime.model import Pacing, Reschedule, TaskPolicy
-from duetime.stores.base import Gate
+from duetime.stores.gating import Gate
 from duetime.validate import check_name, check_partitions
 
 Handler = Callable[..., Any]

@@ -12,8 +12,9 @@ import pytest
 
 import duetime
 from duetime.partitions.layout import partition_of
-from duetime.stores.base import Claim, ClaimBatch, Gate, NewTask, Outcome, Store
+from duetime.stores.base import Claim, ClaimBatch, NewTask, Outcome, Store
 from duetime.stores.capabilities import GATES, use
+from duetime.stores.gating import Gate
 from tests.helpers import eventually, record_text, running
 
 T0 = 1_900_000_000_000

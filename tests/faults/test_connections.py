@@ -23,7 +23,7 @@ async def _schedule(app: duetime.App, task_id: str, **options: object) -> int:
     deadline = time.monotonic() + 10
     while True:
         try:
-            due = await app.schedule("work", task_id, **options)  # type: ignore[arg-type]
+            due = await app.schedule("work", task_id, **options)  # type: ignore[call-overload]
         except duetime.StoreUnavailable:
             assert time.monotonic() < deadline
             await asyncio.sleep(0.01)

@@ -80,6 +80,39 @@ def test_schedule_list_show_and_cancel(cli_env: Path) -> None:
     assert result.exit_code == 3 and "no task mail/m1" in result.output
 
 
+def test_schedule_keeps_merges_and_skips_a_task_that_finished_lately(cli_env: Path) -> None:
+    at = "2031-01-02T03:04:05+00:00"
+    run("schedule", "cliapp:app", "mail", "m1", "--at", at, "--payload", '{"a": {"x": 1}}')
+
+    merged = ["--payload", '{"a": {"y": 2}}', "--if-exists", "merge"]
+    assert "mail/m1 due 2031-01-02T03:04:05.000+00:00" in run(
+        "schedule", "cliapp:app", "mail", "m1", *merged
+    )
+    kept = ["--at", "2032-01-01T00:00:00Z", "--payload", "{}", "--if-exists", "keep"]
+    assert "mail/m1 due 2031-01-02T03:04:05.000+00:00" in run(
+        "schedule", "cliapp:app", "mail", "m1", *kept
+    )
+    shown = json.loads(run("show", "cliapp:app", "mail", "m1"))
+    assert (shown["due"], shown["payload"]) == (
+        "2031-01-02T03:04:05.000+00:00",
+        {"a": {"x": 1, "y": 2}},
+    )
+
+    run("schedule", "cliapp:app", "mail", "u1", "--unique-for", "1h")
+    run("worker", "cliapp:app", "--burst")
+    assert cli_env.read_text().split() == ["u1"]
+    out = run("schedule", "cliapp:app", "mail", "u1", "--unique-for", "1h")
+    assert "mail/u1 not scheduled" in out
+    doc = json.loads(run("schedule", "cliapp:app", "mail", "u1", "--unique-for", "1h", "--json"))
+    assert (doc["id"], doc["due"]) == ("u1", None)
+    result = CliRunner().invoke(
+        main, ["schedule", "cliapp:app", "mail", "x", "--if-exists", "sometimes"]
+    )
+    assert result.exit_code == 2 and "sometimes" in result.output
+    result = CliRunner().invoke(main, ["schedule", "cliapp:app", "mail", "x", "--unique-for", "0"])
+    assert result.exit_code == 2 and "--unique-for': must be positive" in result.output
+
+
 def test_submit_prints_the_id_it_picked(cli_env: Path) -> None:
     task_id = run(
         "submit", "cliapp:app", "mail", "--delay", "3600", "--payload", '{"to": "d@e.f"}'

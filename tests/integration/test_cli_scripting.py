@@ -19,7 +19,7 @@ import duetime
 from duetime.cli import main
 from duetime.stores.capabilities import TELEMETRY, use
 from duetime.stores.telemetry import minute_of
-from tests.helpers import make_dead
+from tests.helpers import eventually, make_dead, running
 from tests.hostile import raw_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -104,6 +104,38 @@ def test_every_command_works_from_a_url_on_any_type(env: dict[str, str]) -> None
     assert as_json("cron") == []
     text = ok("stats")
     assert "split\t8\t0\t0" in text and "mail\t1\t0\t1" in text
+
+
+async def test_abort_says_what_it_did_and_exits_3_when_there_is_no_task(
+    env: dict[str, str],
+) -> None:
+    app = duetime.App(env["url"], namespace=env["namespace"])
+    started = asyncio.Event()
+    cleaned: list[str] = []
+
+    @app.task("slow")
+    async def slow(payload: dict[str, object], ctx: duetime.Context) -> None:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            cleaned.append(ctx.task_id)
+            raise
+
+    await app.schedule("slow", "s1")
+    await app.schedule("slow", "later", delay=timedelta(hours=1))
+    try:
+        async with running(app):  # the command has no handler: it learns the type from the store
+            await asyncio.wait_for(started.wait(), 10)
+            out = await asyncio.to_thread(ok, "abort", "slow", "s1")
+            assert out == "aborted slow/s1: its worker cancels the running handler\n"
+            await eventually(lambda: cleaned == ["s1"], 2, "the handler is cancelled")
+            doc = json.loads(await asyncio.to_thread(ok, "abort", "slow", "later", "--json"))
+            assert doc == {"type": "slow", "id": "later", "status": "cancelled"}
+            result = await asyncio.to_thread(invoke, "abort", "slow", "later")
+            assert result.exit_code == 3 and "no task slow/later" in result.output
+    finally:
+        await app.close()
 
 
 def test_exit_codes(env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

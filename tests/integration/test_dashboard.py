@@ -18,10 +18,11 @@ from starlette.routing import Mount
 
 import duetime
 from duetime.errors import ConfigError, UnknownTaskType, ValidationError
+from duetime.stores.base import NewTask
 from duetime.web import create_app
 from duetime.web.guard import Access
 from duetime.web.serve import access_for
-from tests.helpers import file_bad_id, file_occurrence, make_dead
+from tests.helpers import file_bad_id, file_occurrence, make_dead, record_text
 from tests.hostile import Raw, raw_for
 
 ORIGIN = "http://127.0.0.1:8787"
@@ -161,6 +162,33 @@ async def test_retry_and_delete_one_or_all_dead_tasks(app: duetime.App) -> None:
         assert (await c.post("/actions/delete-dead?type=mail", headers=SAME)).status_code == 303
     assert await app.counts("report") == {"due": 29, "running": 0, "dead": 0}
     assert await app.counts("mail") == {"due": 0, "running": 0, "dead": 0}
+
+
+async def test_a_running_task_has_an_abort_button_that_marks_its_run_to_abort(
+    app: duetime.App,
+) -> None:
+    store = await app.open()
+    now = await app.now_ms()
+    await store.schedule("mail", [NewTask("m1", now, record_text())])
+    await app.schedule("mail", "later", delay=3600)
+    (claim,) = (
+        await store.claim(
+            "mail", now_ms=now, limit=1, lease_ms=60_000, max_stalls=3, at_most_once=False
+        )
+    ).claims
+    async with logged_in(create_app(app, token=TOKEN)) as c:
+        running_page = (await c.get("/task?type=mail&id=m1")).text
+        due_page = (await c.get("/task?type=mail&id=later")).text
+        assert 'name="abort"' in running_page and 'name="abort"' not in due_page
+        r = await c.post("/actions/abort?type=mail&id=m1&next=/", headers=SAME)
+        assert r.status_code == 303 and "m1+aborted" in r.headers["location"]
+        assert await store.aborting("mail", [claim]) == [claim]  # its worker will find it
+        r = await c.post("/actions/abort?type=mail&id=later", headers=SAME)
+        assert r.status_code == 303 and "later+was+not+running" in r.headers["location"]
+        assert await app.get("mail", "later") is None
+        r = await c.post("/actions/abort?type=mail&id=later", headers=SAME)
+        assert r.status_code == 404
+        assert (await c.post("/actions/abort?type=mail&id=m1")).status_code == 403  # no origin
 
 
 async def test_a_change_needs_the_token_and_the_dashboards_own_origin(app: duetime.App) -> None:

@@ -11,7 +11,8 @@ import redis.asyncio as aredis
 
 import duetime
 from duetime.partitions.store import PartitionedStore
-from duetime.stores.base import Gate, NewTask, Outcome
+from duetime.stores.base import NewTask, Outcome
+from duetime.stores.gating import Gate
 from duetime.stores.redis.keys import paused_index, type_keys
 from duetime.stores.redis.store import RedisStore
 from tests.helpers import record_text

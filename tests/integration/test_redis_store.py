@@ -351,3 +351,47 @@ async def test_a_wake_up_message_that_does_not_decode_is_ignored(
     finally:
         raw.close()
         await app.close()
+
+
+async def test_a_resent_conditional_write_answers_as_the_first_send_did(
+    store: RedisStore, raw: aredis.Redis, namespace: str
+) -> None:
+    """schedule_if of a task with unique_for, due now: after the written task ran and its
+    finish is remembered, the resend answers "written" as the first send did (not "recent"),
+    and writes nothing again."""
+    from duetime.stores.redis.keys import call_key, finished_key
+
+    k = type_keys(namespace, "mail")
+    now = int(await store.time_ms())
+    marked = '{"p":{},"q":3600000}'
+    keys = [k.due, k.data, k.dead, k.meta, k.lease, call_key(k, "w1"), finished_key(k, "u1")]
+    args = ["ch", "mail", now, 15_000, "u1", now, marked, "replace", 3_600_000, "", "0"]
+    first = await store._run("schedule_if", keys, args)
+    assert first == [1, str(now).encode(), b""]
+    (c,) = (
+        await store.claim(
+            "mail", now_ms=now, limit=1, lease_ms=1000, max_stalls=1, at_most_once=False
+        )
+    ).claims
+    await store.settle("mail", [Outcome("done", c, unique_ms=3_600_000)], now)
+    assert await raw.get(finished_key(k, "u1")) == str(now)
+    assert 0 < await raw.pttl(finished_key(k, "u1")) <= 3_600_000
+
+    assert await store._run("schedule_if", keys, args) == first  # the resend
+    assert await store.get("mail", "u1") is None
+    keys[5] = call_key(k, "w2")  # a new call: the finish counts
+    assert (await store._run("schedule_if", keys, args))[0] == 3
+
+
+async def test_a_finished_key_of_the_wrong_type_is_refused_before_anything_is_written(
+    store: RedisStore, raw: aredis.Redis, namespace: str
+) -> None:
+    from duetime.stores.conditional import Condition
+
+    k = type_keys(namespace, "mail")
+    await raw.hset(f"duetime:{{{namespace}:mail}}:finished:b", "x", "1")
+    tasks = [Condition(NewTask(i, T0, REC), "replace", 60_000) for i in ("a", "b")]
+
+    with pytest.raises(duetime.StoreRefused, match="another type"):
+        await store.schedule_if("mail", tasks, T0)
+    assert await raw.exists(k.due, k.data) == 0

@@ -5,6 +5,7 @@ store is never touched and the app is restored on exit."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -172,6 +173,29 @@ async def test_a_task_out_of_retries_is_dead_with_its_error_and_traceback() -> N
 
 
 # -- what comes due again -------------------------------------------------------------------
+
+
+async def test_an_aborted_run_is_reported_as_aborted_and_not_retried(url: str | None) -> None:
+    app = duetime.App()
+    cleaned: list[str] = []
+
+    @app.task("report", retries=3)
+    async def report(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        assert await ctx.app.abort("report", ctx.task_id) == "aborted"  # itself, say
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cleaned.append(ctx.task_id)
+            raise
+
+    async with harness(app, url=url, start=START) as h:
+        await app.schedule("report", "r1")
+        runs = await asyncio.wait_for(h.run_due(), 10)  # the burst hears the abort signal
+        assert outcomes(runs) == [("report", "r1", 1, "aborted")]
+        assert runs[0].error is not None and "abort" in runs[0].error
+        h.advance(timedelta(hours=1))
+        assert await h.run_due() == []
+    assert cleaned == ["r1"]
 
 
 async def test_a_periodic_task_runs_once_per_period_as_the_clock_moves() -> None:

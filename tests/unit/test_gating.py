@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from duetime.stores.base import Gate
-from duetime.stores.gating import OPEN, GateState, after_claim, allowance, next_look, opens_at
+from duetime.stores.gating import OPEN, Gate, GateState, after_claim, allowance, next_look, opens_at
 
 NOW = 1_000_000
 

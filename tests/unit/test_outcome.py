@@ -234,3 +234,24 @@ def _fail(message: str) -> None:
 
 def _raise(exc: BaseException) -> None:
     raise exc
+
+
+def test_the_mark_of_unique_for_goes_with_the_end_and_through_retries() -> None:
+    marked = Record('{"a":1}', unique_ms=60_000)
+    c = claim(marked.encode())
+
+    assert success(c, None, unique_ms=60_000).unique_ms == 60_000
+    following = success(c, Next(2000, '{"a":1}', Periodic(DAY)), unique_ms=60_000)
+    assert (following.op, following.unique_ms) == ("next", 0)
+    assert Record.decode(following.record).unique_ms == 60_000
+    again = retry(c, marked, 1000, None, 1, 5000, "boom")
+    assert Record.decode(again.record).unique_ms == 60_000
+    dead = given_up(c, marked, 1000, 4, "boom", series=False)
+    assert (dead.op, dead.unique_ms, Record.decode(dead.record).unique_ms) == (
+        "dead",
+        60_000,
+        60_000,
+    )
+    filed = given_up(c, marked, 1000, 4, "boom", series=True, following=None)
+    assert (filed.op, filed.unique_ms, filed.dead_id) == ("done", 60_000, "t@1000")
+    assert Record.decode(filed.dead_record).unique_ms == 0  # a filed occurrence is not the task

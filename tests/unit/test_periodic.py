@@ -45,7 +45,7 @@ class FakeJob:
     def now_ms(self) -> int:
         return self.now
 
-    async def call(self, occurrence_ms: int) -> Exception | None:
+    async def call(self, occurrence_ms: int, *, abort_at_ms: int | None = None) -> Exception | None:
         self.ran.append(occurrence_ms)
         return None
 

@@ -9,7 +9,7 @@ import pytest
 import duetime
 from duetime.model import TaskPolicy
 from duetime.rate import as_rate
-from duetime.stores.base import Gate
+from duetime.stores.gating import Gate
 from duetime.tasktype import gate_of
 
 

@@ -98,3 +98,25 @@ def test_a_new_task_is_checked_and_written_as_a_record() -> None:
     new = new_task(task, None, 1000)
     assert (new.id, new.record) == ("t1", '{"p":{"to":"a@b.c"}}')
     assert new.due_ms == int(at.timestamp() * 1000)
+
+
+def test_the_mark_of_unique_for_round_trips_last_and_only_when_set() -> None:
+    text = Record('{"a":1}', None, occurrence_ms=3, failures=1, unique_ms=3_600_000).encode()
+    assert text == '{"p":{"a":1},"o":3,"f":1,"q":3600000}'
+    record = Record.decode(text)
+    assert (record.payload, record.failures, record.unique_ms) == ({"a": 1}, 1, 3_600_000)
+    assert Record.decode('{"p":{}}').unique_ms == 0
+    assert Record.decode(Record("{}").revived().encode()).unique_ms == 0
+    assert Record.decode(Record("{}", unique_ms=5).revived().encode()).unique_ms == 5
+    with pytest.raises(SchemaError, match="field 'q'"):
+        Record.decode('{"p":{},"q":"1h"}')
+    with pytest.raises(SchemaError, match="field 'q'"):
+        Record.decode('{"p":{},"q":-1}')
+
+
+def test_a_task_with_unique_for_is_written_with_its_mark() -> None:
+    from datetime import timedelta
+
+    task = Task("t", "a", payload={"v": 1}, unique_for=timedelta(hours=1))
+    assert new_task(task, 1000, 1024).record == '{"p":{"v":1},"q":3600000}'
+    assert new_task(Task("t", "a", payload={"v": 1}), 1000, 1024).record == '{"p":{"v":1}}'

@@ -57,6 +57,7 @@ for command in (
     tasks.submit,
     tasks.show,
     tasks.cancel,
+    tasks.abort,
     tasks.retry,
     tasks.run_now,
     tasks.list_tasks,

@@ -1,6 +1,6 @@
-"""The commands on tasks: ``schedule``, ``submit``, ``show``, ``cancel``, ``retry``,
-``run-now`` and ``ls``; ``cancel --all`` and ``retry --all`` act on every task of a type in
-a state."""
+"""The commands on tasks: ``schedule``, ``submit``, ``show``, ``cancel``, ``abort``,
+``retry``, ``run-now`` and ``ls``; ``cancel --all`` and ``retry --all`` act on every task of
+a type in a state."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any, cast
 
 import click
 
+from duetime.aborts import AbortStatus
 from duetime.admin import bulk
 from duetime.app import App
 from duetime.cli.output import (
@@ -115,12 +116,31 @@ def warn_no_worker(app: App) -> None:
 @click.argument("task_type")
 @click.argument("task_id")
 @task_options
-def schedule(task_type: str, task_id: str, **options: Any) -> None:
+@click.option(
+    "--if-exists",
+    type=click.Choice(["replace", "keep", "merge"]),
+    default="replace",
+    show_default=True,
+    help="When a task with the id is pending: replace it, keep it as it is, or merge the "
+    "payload into its payload (moving it only with --at or --delay).",
+)
+@click.option(
+    "--unique-for",
+    type=Seconds(),
+    help="Schedule nothing when a run of it finished less than this long ago (a duration, "
+    "as --delay).",
+)
+def schedule(
+    task_type: str, task_id: str, if_exists: str, unique_for: float | None, **options: Any
+) -> None:
     """Schedule (or move) a task."""
     target = Target.from_options(options)
     fields = task_fields(**options)
+    fields["if_exists"] = if_exists
+    if unique_for is not None:
+        fields["unique_for"] = timedelta(seconds=unique_for)
 
-    async def call() -> tuple[datetime, bool]:
+    async def call() -> tuple[datetime | None, bool]:
         await target.adopt(task_type)
         due = await target.app.schedule(task_type, task_id, **fields)
         return due, await worker_seen(target.app)
@@ -128,6 +148,8 @@ def schedule(task_type: str, task_id: str, **options: Any) -> None:
     due, seen = target.run(call)
     if target.as_json:
         emit({"type": task_type, "id": task_id, **times("due", due)})
+    elif due is None:
+        echo(f"{task_type}/{task_id} not scheduled: a run of it finished within --unique-for")
     else:
         echo(f"{task_type}/{task_id} due {when(due)}")
     if not seen:
@@ -209,6 +231,37 @@ def cancel(
         emit({"type": task_type, "id": task_id, "cancelled": True})
     else:
         echo(f"cancelled {task_type}/{task_id}")
+
+
+#: What ``abort`` says after the status, for people.
+ABORT_SAID: dict[AbortStatus, str] = {
+    "aborted": "its worker cancels the running handler",
+    "not_interruptible": "a plain def handler runs on in its thread; its result is discarded",
+    "cancelled": "it was not running",
+}
+
+
+@app_command()
+@click.argument("task_type")
+@click.argument("task_id")
+def abort(task_type: str, task_id: str, **options: Any) -> None:
+    """Abort a task's running handler, on whichever worker runs it (an async handler gets
+    CancelledError and the worker's grace to clean up; the run is not retried); cancel the
+    task if it is not running. Prints the status: aborted, not_interruptible (a plain def
+    handler runs on, its result discarded) or cancelled; exit code 3 when there is no task."""
+    target = Target.from_options(options)
+
+    async def call() -> AbortStatus:
+        await target.adopt(task_type)
+        return await target.app.abort(task_type, task_id)
+
+    status = target.run(call)
+    if status == "not_found":
+        raise no_task(task_type, task_id)
+    if target.as_json:
+        emit({"type": task_type, "id": task_id, "status": status})
+    else:
+        echo(f"{status} {task_type}/{task_id}: {ABORT_SAID[status]}")
 
 
 @app_command()

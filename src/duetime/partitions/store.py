@@ -35,9 +35,9 @@ from duetime.partitions.layout import (
 )
 from duetime.stores.base import (
     STATES,
+    AbortFound,
     Claim,
     ClaimBatch,
-    Gate,
     NewTask,
     Outcome,
     State,
@@ -45,7 +45,9 @@ from duetime.stores.base import (
     StoredTask,
     WakeCallback,
 )
-from duetime.stores.capabilities import ENTRIES, GATES, KEY_EVENTS, use
+from duetime.stores.capabilities import CONDITIONAL, ENTRIES, GATES, KEY_EVENTS, use
+from duetime.stores.conditional import Answer, Condition
+from duetime.stores.gating import Gate
 from duetime.validate import MAX_PARTITIONS
 
 T = TypeVar("T")
@@ -97,6 +99,9 @@ class PartitionedStore:
 
     async def cancel(self, task_type: str, task_id: str) -> bool:
         return await self.inner.cancel(await self._by_id(task_type, task_id), task_id)
+
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        return await self.inner.abort(await self._by_id(task_type, task_id), task_id)
 
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:
         return await self.inner.get(await self._by_id(task_type, task_id), task_id)
@@ -163,6 +168,28 @@ class PartitionedStore:
         except LeaseLost as exc:  # named by the type, not by its partition
             raise LeaseLost(task_type, exc.token, exc.detail) from exc
         return [task_id for ids in taken for task_id in ids]
+
+    async def schedule_if(
+        self, task_type: str, tasks: Sequence[Condition], now_ms: int
+    ) -> list[Answer]:
+        """Each task written on its conditions in its partition, where what its id holds
+        (its pending task, its finishes) lives."""
+        inner = use(self.inner, CONDITIONAL)
+        groups = await self._spread(task_type, tasks, lambda c: c.task.id)
+        if groups is None:
+            return await inner.schedule_if(task_type, tasks, now_ms)
+        parts = list(groups.items())
+        got = await asyncio.gather(
+            *(
+                inner.schedule_if(part_name(task_type, p), [c for _, c in g], now_ms)
+                for p, g in parts
+            )
+        )
+        answers: list[Answer | None] = [None] * len(tasks)
+        for (_, group), part_answers in zip(parts, got, strict=True):
+            for (place, _), answer in zip(group, part_answers, strict=True):
+                answers[place] = answer
+        return [a for a in answers if a is not None]
 
     async def raise_fence(self, task_type: str, token: int) -> bool:
         """Raise the fence of every partition (the token is not a token of the type's own,
@@ -266,6 +293,16 @@ class PartitionedStore:
             gone = {c.token for c in await self.inner.extend(part, inner, deadline_ms)}
             lost += (c for _, c in group if _inner(c).token in gone)
         return lost
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        if self._partitions_of(task_type) == 1:
+            return await self.inner.aborting(task_type, claims)
+        marked: list[Claim] = []
+        for p, group in _by_token(claims, lambda c: c).items():
+            inner = [_inner(c) for _, c in group]
+            found = {c.token for c in await self.inner.aborting(part_name(task_type, p), inner)}
+            marked += (c for _, c in group if _inner(c).token in found)
+        return marked
 
     # -- reads over every partition ----------------------------------------------------------
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal, NamedTuple, Protocol
 
 from duetime.errors import StoreRefused
+from duetime.stores.gating import Gate
 
 State = Literal["due", "running", "dead"]
 STATES: tuple[State, ...] = ("due", "running", "dead")
@@ -27,8 +28,16 @@ Op = Literal["done", "next", "retry", "dead", "release", "hold"]
 Durability = Literal["local", "replicated"]
 DURABILITIES: tuple[Durability, ...] = ("local", "replicated")
 
-#: Called with (task type, due ms) when a task becomes the earliest of its type.
+#: Called with (task type, due ms) when a task becomes the earliest of its type, or with
+#: (task type, :data:`ABORT_WAKE_MS`) when a run of the type was marked to abort.
 WakeCallback = Callable[[str, int], None]
+#: The "due time" of a wake-up that says a run of the type was marked to abort
+#: (:meth:`Store.abort`): the workers holding runs of the type ask which
+#: (:meth:`Store.aborting`). Below every time duetime accepts.
+ABORT_WAKE_MS = -1
+#: What :meth:`Store.abort` found: a run it marked to abort, a task that was not running
+#: (removed, as ``cancel`` does), or no task.
+AbortFound = Literal["running", "cancelled", "missing"]
 
 
 class NewTask(NamedTuple):
@@ -57,33 +66,6 @@ class Claim(NamedTuple):
     record: str
 
 
-class Gate(NamedTuple):
-    """The limits a claim of a type is held to across every worker, from the type's code
-    (its ``rate`` and ``global_concurrency``); the state they need lives in the store.
-
-    Attributes:
-        interval_ms: the rate's time between two starts (0: no rate).
-        burst: how many starts the rate allows at once (1 or more; fractional for a
-            partition's share).
-        max_running: most tasks of the type running at once (0: no limit).
-    """
-
-    interval_ms: float = 0.0
-    burst: float = 1.0
-    max_running: int = 0
-
-    def share(self, part: int, parts: int) -> Gate:
-        """The share of partition ``part`` of ``parts``: the rate divided evenly, the
-        running slots dealt out (the first partitions get one more when they do not divide),
-        so that the partitions' shares together never exceed this gate."""
-        running = 0
-        if self.max_running:
-            running = self.max_running // parts + (1 if part < self.max_running % parts else 0)
-        if not self.interval_ms:
-            return Gate(max_running=running)
-        return Gate(self.interval_ms * parts, self.burst / parts, running)
-
-
 @dataclass(frozen=True, slots=True)
 class ClaimBatch:
     """What one claim returns.
@@ -105,7 +87,13 @@ class ClaimBatch:
 
 
 class Outcome(NamedTuple):
-    """How a run ended and what follows it; see :meth:`Store.settle`."""
+    """How a run ended and what follows it; see :meth:`Store.settle`.
+
+    ``aborted`` marks the outcome of a run that was aborted (``App.abort``, or a cron
+    schedule's ``overlap="cancel_other"``): its op is ``done`` (the task ends) or ``next``
+    (a series goes on), never a retry or a dead letter, and ``error`` says why. A store
+    writes it as the op says; it is there for what records runs (the history).
+    """
 
     op: Op
     claim: Claim
@@ -115,14 +103,16 @@ class Outcome(NamedTuple):
     dead_id: str = ""
     dead_record: str = ""
     spawn: NewTask | None = None
+    unique_ms: int = 0
+    aborted: bool = False
 
 
 _new = tuple.__new__
 
 
-def done(claim: Claim) -> Outcome:
+def done(claim: Claim, unique_ms: int = 0) -> Outcome:
     """``Outcome("done", claim)``, built the cheapest way: it ends almost every run."""
-    return _new(Outcome, ("done", claim, None, "", "", "", "", None))
+    return _new(Outcome, ("done", claim, None, "", "", "", "", None, unique_ms, False))
 
 
 def new_claim(task_id: str, token: int, stalls: int, due_ms: int, record: str) -> Claim:
@@ -249,6 +239,31 @@ class Store(Protocol):
         """
         ...
 
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        """Mark the run that holds the task's lease to abort, or, when no run holds it,
+        remove the task as :meth:`cancel` does; atomically.
+
+        The mark goes with the lease (its token): it ends with the lease, and a later claim
+        of the id is not marked. Marking wakes the type's workers with
+        :data:`ABORT_WAKE_MS`; the worker holding the run finds it with :meth:`aborting`
+        and ends it. The task itself is left as it is: the run's outcome says what follows
+        (a one-off task ends, a series goes on). Marking a marked run again changes nothing.
+
+        Returns:
+            ``"running"`` when a run was marked, ``"cancelled"`` when a task that no run
+            holds was removed, ``"missing"`` when there was no task.
+        """
+        ...
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        """The claims of ``claims`` whose run is marked to abort: their token holds the
+        lease, and was marked. Only reads: a claim stays marked until its lease ends.
+
+        A worker asks about the runs it holds when woken with :data:`ABORT_WAKE_MS`, and
+        as it renews their leases (a wake-up may be lost).
+        """
+        ...
+
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:
         """The task with this id, or None. A running task that was rescheduled is due."""
         ...
@@ -322,7 +337,11 @@ class Store(Protocol):
         stays cancelled. ``dead_id`` also files a dead letter under that id with
         ``dead_record`` and ``error``. ``spawn`` also schedules a new task of the type (a
         cron tick handed off to run on its own). Stall counts and errors go with done and
-        next.
+        next. ``unique_ms`` (of a done or dead outcome kept: the run of a task scheduled
+        with ``unique_for``) also remembers, for that long, that the task finished now, for
+        a store with :data:`~duetime.stores.capabilities.CONDITIONAL` (see
+        :meth:`~duetime.stores.capabilities.ConditionalSchedule.schedule_if`); a store
+        without it ignores it.
         """
         ...
 

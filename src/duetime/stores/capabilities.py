@@ -3,7 +3,7 @@ protocol, each a protocol of its own that a store implements or not.
 
 A feature names the capabilities it needs (``Feature.needs``); :func:`require` refuses a
 store without one, naming both. Every store duetime ships has :data:`ENTRIES`,
-:data:`SCHEDULE_NAMES`, :data:`TELEMETRY` and :data:`GATES`; only Redis has
+:data:`CONDITIONAL`, :data:`SCHEDULE_NAMES`, :data:`TELEMETRY` and :data:`GATES`; only Redis has
 :data:`KEY_EVENTS`.
 """
 
@@ -15,6 +15,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from duetime.errors import ConfigError
 from duetime.stores.base import NewTask
+from duetime.stores.conditional import Answer, Condition
 from duetime.stores.telemetry import Telemetry
 
 
@@ -74,6 +75,33 @@ class Entries(Protocol):
     async def remove_entry(self, task_type: str, task_id: str, now_ms: int) -> bool:
         """Remove the entry ``task_id`` if it is live (due after ``now_ms``), atomically;
         returns whether it was. An expired entry is left to be handled."""
+        ...
+
+
+@runtime_checkable
+class ConditionalSchedule(Protocol):
+    """A store that writes tasks on conditions (``if_exists``, ``unique_for``), checked
+    atomically with the write, and remembers when runs of tasks scheduled with
+    ``unique_for`` finished (see :mod:`duetime.stores.conditional`)."""
+
+    async def schedule_if(
+        self, task_type: str, tasks: Sequence[Condition], now_ms: int
+    ) -> list[Answer]:
+        """Write tasks (ids distinct) on their conditions; returns an answer per task.
+
+        Each task is judged against what its id holds and written in one atomic step (a
+        store that cuts a big batch into parts: each part), in this order: with
+        ``unique_ms``, nothing is written while the id's last remembered finish is less
+        than ``unique_ms`` before ``now_ms`` (``recent``); ``keep`` writes nothing while a
+        task is pending (``kept``, with its due time); ``merge`` writes nothing unless what
+        is pending is what the caller found (``changed``, with what is pending now), writes
+        into a task that waits its record (and its due time unless ``keep_due``; its
+        occurrence, stall count and error stay), and otherwise writes as ``replace``:
+        as :meth:`~duetime.stores.base.Store.schedule` does (a new occurrence; a run in
+        progress keeps its lease, and its outcome will not overwrite the new occurrence).
+        Wakes workers when a task becomes the earliest of its type. Sending a call twice
+        gives the answers of the first.
+        """
         ...
 
 
@@ -139,6 +167,9 @@ class Capability(Generic[P]):
 KEY_EVENTS: Capability[KeyEvents] = Capability("key expiry events", KeyEvents, "a Redis store")
 ENTRIES: Capability[Entries] = Capability(
     "expiring entries", Entries, "a store that keeps expiring entries"
+)
+CONDITIONAL: Capability[ConditionalSchedule] = Capability(
+    "conditional writes", ConditionalSchedule, "a store that writes tasks on conditions"
 )
 SCHEDULE_NAMES: Capability[ScheduleNames] = Capability(
     "named schedules", ScheduleNames, "a store that keeps schedule names"

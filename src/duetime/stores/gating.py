@@ -14,10 +14,35 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from duetime.stores.base import Gate
-
 #: Slack in comparisons of rate times, which are fractions of a millisecond.
 EPSILON = 1e-6
+
+
+class Gate(NamedTuple):
+    """The limits a claim of a type is held to across every worker, from the type's code
+    (its ``rate`` and ``global_concurrency``); the state they need lives in the store.
+
+    Attributes:
+        interval_ms: the rate's time between two starts (0: no rate).
+        burst: how many starts the rate allows at once (1 or more; fractional for a
+            partition's share).
+        max_running: most tasks of the type running at once (0: no limit).
+    """
+
+    interval_ms: float = 0.0
+    burst: float = 1.0
+    max_running: int = 0
+
+    def share(self, part: int, parts: int) -> Gate:
+        """The share of partition ``part`` of ``parts``: the rate divided evenly, the
+        running slots dealt out (the first partitions get one more when they do not divide),
+        so that the partitions' shares together never exceed this gate."""
+        running = 0
+        if self.max_running:
+            running = self.max_running // parts + (1 if part < self.max_running % parts else 0)
+        if not self.interval_ms:
+            return Gate(max_running=running)
+        return Gate(self.interval_ms * parts, self.burst / parts, running)
 
 
 class GateState(NamedTuple):

@@ -9,7 +9,7 @@ from typing import Literal
 
 from duetime.events import Listener, WorkerEvent
 
-RunOutcome = Literal["done", "retry", "dead"]
+RunOutcome = Literal["done", "retry", "dead", "aborted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,9 @@ class Run:
         outcome: ``done``: the handler returned (a periodic task's occurrence and a cron
             tick too); ``retry``: it raised and runs again once its back-off has passed;
             ``dead``: it raised and went to the dead letters (out of retries, or aborted;
-            for a series, the occurrence), or the task's stored data could not be read.
+            for a series, the occurrence), or the task's stored data could not be read;
+            ``aborted``: the run was aborted (``App.abort``, or a cron schedule's
+            ``overlap="cancel_other"``), and is not retried.
         error: what the handler raised, as a dead letter shows it (``ValueError: boom``);
             None when done.
         traceback: the exception's formatted traceback; None when done, or when no
@@ -92,6 +94,9 @@ class RunRecorder(Listener):
 
     def dead_lettered(self, event: WorkerEvent) -> None:
         self._ended(event, "dead")
+
+    def aborted(self, event: WorkerEvent) -> None:
+        self._ended(event, "aborted")
 
     def _ended(self, event: WorkerEvent, outcome: RunOutcome) -> None:
         heard = self._of(event)

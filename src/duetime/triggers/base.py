@@ -145,9 +145,11 @@ class Job(Protocol):
         """The store's time now."""
         ...
 
-    async def call(self, occurrence_ms: int) -> Exception | None:
+    async def call(self, occurrence_ms: int, *, abort_at_ms: int | None = None) -> Exception | None:
         """Run the handler for the occurrence due at ``occurrence_ms``: None when it
-        succeeded, else what it raised (a time-out included)."""
+        succeeded, else what it raised (a time-out included), or, for a run that was aborted
+        (``App.abort``, or at ``abort_at_ms`` when given), an error saying so that
+        :meth:`failed` turns into the aborted run's outcome (never a retry)."""
         ...
 
     async def ask_hook(self, payload: dict[str, Any]) -> object:

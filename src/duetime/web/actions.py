@@ -33,6 +33,23 @@ async def delete(app: App, request: Request) -> str:
     return f"{task_id} deleted"
 
 
+async def abort(app: App, request: Request) -> str:
+    client, name, task_id = await _task(request)
+    status = await client.abort(name, task_id)
+    if status == "not_found":
+        raise TaskNotFound(name, task_id)
+    return _ABORTED[status].format(task_id)
+
+
+#: What the dashboard says after an abort, by its status.
+_ABORTED = {
+    "aborted": "{} aborted: its worker cancels the running handler",
+    "not_interruptible": "{} aborted, but its plain def handler cannot be interrupted: it "
+    "runs on, and its result will be discarded",
+    "cancelled": "{} was not running: cancelled",
+}
+
+
 async def retry_dead(app: App, request: Request) -> str:
     client, name = await _type(request)
     try:
@@ -82,6 +99,7 @@ async def trigger_cron(app: App, request: Request) -> str:
 ACTIONS: dict[str, Action] = {
     "retry": retry,
     "delete": delete,
+    "abort": abort,
     "retry-dead": retry_dead,
     "delete-dead": delete_dead,
     "pause-cron": pause_cron,

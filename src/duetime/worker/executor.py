@@ -8,6 +8,7 @@ decides what runs and what follows.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -26,7 +27,7 @@ from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
 from duetime.worker.handler import call_handler
-from duetime.worker.run import Run
+from duetime.worker.run import AbortedRun, Run, abort_later, aborted_error, ended
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -54,6 +55,8 @@ class Executor:
         events: the worker's listeners.
         app: handed to handlers in their :class:`~duetime.model.Context`, and used for
             nothing else.
+        grace: seconds an aborted ``async def`` handler gets to clean up before it is
+            cancelled again (the worker's grace).
     """
 
     def __init__(
@@ -64,8 +67,10 @@ class Executor:
         pool: ThreadPool | None,
         events: Events,
         app: Client,
+        grace: float = 30.0,
     ) -> None:
         self.clock = clock
+        self.grace = grace
         self.max_payload_bytes = max_payload_bytes
         self.pool = pool
         self.events = events
@@ -111,7 +116,7 @@ class Executor:
             return self._corrupt(task_type.name, claim, "corrupt record", exc)
         trigger = record.trigger
         try:
-            if trigger is None and not self.timed:
+            if trigger is None and not self.timed and run.aborted is None:
                 # A task without a trigger, when no listener wants its per-task events: the
                 # common case and the hot path. What run_once does with a Job, inline (no
                 # coroutine of its own), without a Job unless the handler fails.
@@ -119,13 +124,18 @@ class Executor:
                 ctx = _context(self, task_type, claim, record, occurrence)
                 if self.marks:
                     run.fired_ms = self.clock.now()
+                error: Exception | None = None
                 try:
                     await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
+                    if run.aborted is None:
+                        return done(claim, record.unique_ms)
                 except Exception as exc:
-                    job = _Job(self, task_type, time_limit, run, record)
-                    job.context = ctx
-                    return await job.failed(exc, occurrence, None, None)
-                return done(claim)
+                    error = exc
+                failure = ended(run, error)
+                assert failure is not None  # it raised, or it is being aborted
+                job = _Job(self, task_type, time_limit, run, record)
+                job.context = ctx
+                return await job.failed(failure, occurrence, None, None)
             job = _Job(self, task_type, time_limit, run, record)
             if trigger is None:
                 return await run_once(job)
@@ -140,21 +150,27 @@ class Executor:
             )
             filed = replace(record, traceback=outcome.trace(exc, internal=True)).encode()
             reason = f"internal error: {outcome.describe(exc)}"
-            return self._dead(task_type.name, claim, reason, filed)
+            return self._dead(task_type.name, claim, reason, filed, record.unique_ms)
 
     def _corrupt(self, task_type: str, claim: Claim, what: str, exc: SchemaError) -> Outcome:
         log.error("%s/%s: %s, sent to the dead letters: %s", task_type, _shown(claim.id), what, exc)
         return self._dead(task_type, claim, f"{what}: {exc}")
 
     def _dead(
-        self, task_type: str, claim: Claim, reason: str, record: str | None = None
+        self,
+        task_type: str,
+        claim: Claim,
+        reason: str,
+        record: str | None = None,
+        unique_ms: int = 0,
     ) -> Outcome:
         """The task to the dead letters with ``reason``, and ``record`` or the one the store
         holds."""
         if self.events.wants("dead_lettered"):
             event = WorkerEvent("dead_lettered", task_type, claim.id, claim.due_ms, error=reason)
             self.events.emit(event)
-        return Outcome("dead", claim, None, claim.record if record is None else record, reason)
+        filed = claim.record if record is None else record
+        return Outcome("dead", claim, None, filed, reason, unique_ms=unique_ms)
 
 
 def _context(
@@ -247,27 +263,41 @@ class _Job:
             attempt = outcome.attempt(claim, self.record)
             events.emit(WorkerEvent(kind, self.task_name, claim.id, due, attempt, **fields))
 
-    async def call(self, occurrence_ms: int) -> Exception | None:
-        executor, claim = self._executor, self.claim
+    async def call(self, occurrence_ms: int, *, abort_at_ms: int | None = None) -> Exception | None:
+        executor, claim, run = self._executor, self.claim, self._run
+        if run.aborted is not None:  # aborted before its handler started: it never does
+            return aborted_error(run)
         ctx = self.context = _context(executor, self.task_type, claim, self.record, occurrence_ms)
         if executor.marks:
-            self._run.fired_ms = executor.clock.now()
+            run.fired_ms = executor.clock.now()
         timed = executor.timed
         if timed:
             self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
             began = time.monotonic()
+        delay = None if abort_at_ms is None else (abort_at_ms - executor.clock.now()) / 1000
+        timer = abort_later(run, delay, self.task_type.is_async, executor.grace)
+        error: Exception | None = None
         try:
             self.result = await call_handler(
                 self.task_type, self._time_limit, self.record.payload, ctx, executor.pool
             )
+        except asyncio.CancelledError:
+            if run.aborted is None:
+                raise
         except Exception as exc:
-            if timed:
-                took = (time.monotonic() - began) * 1000
-                self._event("failed", duration_ms=took, error=outcome.describe(exc), exception=exc)
-            return exc
+            error = exc
+        finally:
+            if timer is not None:
+                timer.cancel()
+        error = ended(run, error)
         if timed:
-            self._event("succeeded", duration_ms=(time.monotonic() - began) * 1000)
-        return None
+            took = (time.monotonic() - began) * 1000
+            if error is None:
+                self._event("succeeded", duration_ms=took)
+            else:
+                text = outcome.describe(error)
+                self._event("failed", duration_ms=took, error=text, exception=error)
+        return error
 
     async def ask_hook(self, payload: dict[str, Any]) -> object:
         return await self.task_type.ask_hook(payload, self.context)
@@ -276,23 +306,16 @@ class _Job:
         spawn = None
         if hand_off_ms is not None:
             spawn = outcome.hand_off(self.claim, self.record, hand_off_ms, self.now_ms())
-        return outcome.success(self.claim, following, spawn)
+        return outcome.success(self.claim, following, spawn, self.record.unique_ms)
 
     async def failed(
         self, error: Exception, occurrence_ms: int, state: Trigger | None, follow: Follow | None
     ) -> Outcome:
+        if isinstance(error, AbortedRun):
+            return await self._aborted(error, follow)
         claim, record, policy = self.claim, self.record, self.task_type.policy
-        if isinstance(error, RateLimited):
-            held = outcome.held(claim, error, self.now_ms())
-            log.info(
-                "%s/%s: %s; no task of the type starts before %s (the task waits, no attempt "
-                "counted)",
-                self.task_name,
-                claim.id,
-                outcome.describe(error),
-                iso(held.due_ms or 0),
-            )
-            return held
+        if isinstance(error, RateLimited):  # no attempt counted: the task waits, as it was
+            return outcome.held(self.task_name, claim, error, self.now_ms())
         failures = record.failures + 1
         text = outcome.describe(error)
         trace = outcome.trace(error)
@@ -337,6 +360,14 @@ class _Job:
             following=following,
             trace=trace,
         )
+
+    async def _aborted(self, error: AbortedRun, follow: Follow | None) -> Outcome:
+        """The outcome of an aborted run: the task ends, or its series goes on."""
+        why = outcome.describe(error)
+        log.warning("%s/%s: %s", self.task_name, self.claim.id, why)
+        self._event("aborted", error=why)
+        following = None if follow is None else await follow()
+        return outcome.aborted(self.claim, following, why, self.record.unique_ms)
 
     def tell(self, kind: EventKind, **fields: Any) -> None:
         events = self._executor.events

@@ -15,9 +15,14 @@ from duetime.worker.runner import TypeRunner
 log = logging.getLogger(__name__)
 
 
+def renew_interval(runners: Sequence[TypeRunner]) -> float:
+    """Seconds between renewals: a third of the shortest lease."""
+    return min(r.lease_ms for r in runners) / 3000
+
+
 async def renew_loop(store: Store, runners: Sequence[TypeRunner], clock: Clock) -> None:
     """Extend every held lease (running, or waiting to be settled) until cancelled."""
-    interval = min(r.lease_ms for r in runners) / 3000
+    interval = renew_interval(runners)
     outage = OutageLog("lease renewals", log)
     while True:
         await asyncio.sleep(interval)

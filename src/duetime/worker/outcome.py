@@ -1,18 +1,22 @@
 """What follows a run, as the store's Outcome: done, the next occurrence, a retry or the
-dead letters. Pure logic: no clock, no store."""
+dead letters, a hold. Pure logic: no clock, no store (a hold is logged as it is made)."""
 
 from __future__ import annotations
 
+import logging
 import traceback
 from datetime import datetime
 from types import TracebackType
 
+from duetime.clock import iso
 from duetime.errors import Abort, RateLimited, Retry
 from duetime.model import TaskPolicy
 from duetime.record import Record
 from duetime.stores.base import Claim, NewTask, Outcome
 from duetime.triggers.base import Next, Trigger
 from duetime.validate import duration_ms, to_ms
+
+log = logging.getLogger(__name__)
 
 
 def occurrence_id(task_id: str, occurrence_ms: int) -> str:
@@ -119,12 +123,24 @@ def hand_off(claim: Claim, record: Record, occurrence_ms: int, now_ms: int) -> N
     return NewTask(occurrence_id(claim.id, occurrence_ms), now_ms, own)
 
 
-def success(claim: Claim, following: Next | None, spawn: NewTask | None = None) -> Outcome:
-    """The outcome of an occurrence that is over: the task ends, or waits for ``following``."""
+def success(
+    claim: Claim, following: Next | None, spawn: NewTask | None = None, unique_ms: int = 0
+) -> Outcome:
+    """The outcome of an occurrence that is over: the task ends, or waits for ``following``.
+    ``unique_ms`` (the record's mark of ``unique_for``) goes with the end, or on to the
+    next occurrence's record."""
     if following is None:
-        return Outcome("done", claim, spawn=spawn)
-    record = Record.following(following).encode()
-    return Outcome("next", claim, following.due_ms, record, spawn=spawn)
+        return Outcome("done", claim, spawn=spawn, unique_ms=unique_ms)
+    nxt = following
+    record = Record(nxt.payload_json, nxt.trigger, nxt.occurrence_ms, 0, None, unique_ms)
+    return Outcome("next", claim, following.due_ms, record.encode(), spawn=spawn)
+
+
+def aborted(claim: Claim, following: Next | None, why: str, unique_ms: int = 0) -> Outcome:
+    """The outcome of an aborted run: not retried, no dead letter; the task ends (with its
+    mark of ``unique_for``: it counts as finished), or a series waits for ``following``;
+    marked ``aborted`` with ``why`` as its error."""
+    return success(claim, following, None, unique_ms)._replace(error=why, aborted=True)
 
 
 def retry_due(exc: Exception, policy: TaskPolicy, failures: int, now_ms: int) -> int:
@@ -141,13 +157,20 @@ def retry_due(exc: Exception, policy: TaskPolicy, failures: int, now_ms: int) ->
     return now_ms + policy.backoff.delay_ms(failures)
 
 
-def held(claim: Claim, signal: RateLimited, now_ms: int) -> Outcome:
+def held(task_type: str, claim: Claim, signal: RateLimited, now_ms: int) -> Outcome:
     """What follows a handler's :class:`~duetime.RateLimited`: the task back to due as it
-    was (no attempt counted), and its whole type held until ``after`` has passed."""
+    was (no attempt counted), and its whole type held until ``after`` has passed (logged)."""
     if isinstance(signal.after, datetime):
         until = to_ms("RateLimited.after", signal.after)
     else:
         until = now_ms + duration_ms("RateLimited.after", signal.after, allow_zero=True)
+    log.info(
+        "%s/%s: %s; no task of the type starts before %s (the task waits, no attempt counted)",
+        task_type,
+        claim.id,
+        describe(signal),
+        iso(until),
+    )
     return Outcome("hold", claim, until)
 
 
@@ -168,8 +191,11 @@ def retry(
     trace: str | None = None,
 ) -> Outcome:
     """Another attempt at the same occurrence at ``due_ms``, keeping the payload as stored
-    and the trigger's ``state``, and the failed attempt's ``trace``."""
-    again = Record(record.payload_json, state, occurrence_ms, failures, trace).encode()
+    (and its mark of ``unique_for``) and the trigger's ``state``, and the failed attempt's
+    ``trace``."""
+    again = Record(
+        record.payload_json, state, occurrence_ms, failures, trace, record.unique_ms
+    ).encode()
     return Outcome("retry", claim, due_ms, again, error)
 
 
@@ -186,9 +212,14 @@ def given_up(
 ) -> Outcome:
     """An occurrence out of retries. A one-off task goes to the dead letters; a series files
     the occurrence there under ``"<id>@<occurrence ms>"`` and goes on with ``following``.
-    The dead letter keeps the last attempt's ``trace``."""
-    filed = Record(record.payload_json, None, occurrence_ms, failures, trace).encode()
+    The dead letter keeps the last attempt's ``trace``, and a one-off task's its mark of
+    ``unique_for`` (it counts as finished)."""
     if not series:
-        return Outcome("dead", claim, None, filed, error)
+        unique = record.unique_ms
+        filed = Record(record.payload_json, None, occurrence_ms, failures, trace, unique).encode()
+        return Outcome("dead", claim, None, filed, error, unique_ms=unique)
+    filed = Record(record.payload_json, None, occurrence_ms, failures, trace).encode()
     dead_id = occurrence_id(claim.id, occurrence_ms)
-    return success(claim, following)._replace(error=error, dead_id=dead_id, dead_record=filed)
+    return success(claim, following, None, record.unique_ms)._replace(
+        error=error, dead_id=dead_id, dead_record=filed
+    )

@@ -21,7 +21,7 @@ from duetime.validate import duration_ms
 from duetime.worker.executor import Executor
 from duetime.worker.failures import store_backoff
 from duetime.worker.outbox import Outbox
-from duetime.worker.run import Run
+from duetime.worker.run import Run, abort_taken
 
 log = logging.getLogger(__name__)
 
@@ -188,10 +188,18 @@ class TypeRunner:
                     await asyncio.sleep(ahead / 1000)
             outcome = await self.executor.run(self.task_type, self.timeout, run)
         except asyncio.CancelledError:
-            # Cut short by the end of the grace period: hand the task back.
-            claim = run.claim
-            self.finish(run, Outcome("release", claim, claim.due_ms))
-            raise
+            if run.aborted is None:
+                # Cut short by the end of the grace period: hand the task back.
+                claim = run.claim
+                self.finish(run, Outcome("release", claim, claim.due_ms))
+                raise
+            # Aborted outside its handler's call (waiting for its due time, or in its
+            # trigger's bookkeeping): run it again, and its handler call ends at once as
+            # aborted, so that its trigger says what follows.
+            abort_taken(run)
+            run.early = False
+            await self._execute(run)
+            return
         except Exception as exc:  # the executor's own guard failed: still free the slot
             log.exception("%s: a run failed outside its handler", self.name)
             claim = run.claim

@@ -22,6 +22,7 @@ from duetime.errors import UnknownTaskType, ValidationError
 from duetime.events import Events, Listener, WorkerEvent
 from duetime.features.base import WorkerRun
 from duetime.stores.base import Store
+from duetime.worker.abort import AbortWatch
 from duetime.worker.burst import Burst, run_burst
 from duetime.worker.executor import Executor
 from duetime.worker.failures import log_store_failure
@@ -246,6 +247,7 @@ class Worker:
             pool=pool,
             events=events,
             app=cast("Client", app),  # handed to handlers in their Context, nothing else
+            grace=self.grace,
         )
         outbox = Outbox(clock, events)
         for runner in runners:
@@ -278,13 +280,16 @@ class Worker:
         listeners: list[Listener],
     ) -> None:
         failure = None
+        # A burst settles and claims as runs end: of the wake-ups it wants abort signals only.
+        aborts = AbortWatch(runners, self.grace, self._on_wake if self.burst is None else None)
         async with asyncio.TaskGroup() as group:
             helpers = [
                 group.create_task(renew_loop(store, runners, clock)),
+                group.create_task(aborts.loop(store)),
+                group.create_task(store.listen(aborts.on_wake)),
                 group.create_task(_upkeep_loop(store, clock)),
             ]
-            if self.burst is None:  # a burst settles and claims as runs end: no wake-ups
-                helpers.append(group.create_task(store.listen(self._on_wake)))
+            if self.burst is None:
                 helpers.append(group.create_task(outbox.flush_loop(store)))
             helpers += (
                 group.create_task(loop)

@@ -66,8 +66,13 @@ class CronOptions(TypedDict, total=False):
             (the default), run ``once`` for all of them, or run ``all`` of them (at most
             100). A tick is missed when it starts more than a minute late (or after the
             next tick, if that comes sooner).
-        overlap: ``skip`` a tick while the previous run is still running (the default),
-            or ``allow`` runs to overlap (each tick is then a task of its own).
+        overlap: what a tick that comes due while the previous run is still running does:
+            ``skip`` (the default: it is skipped and counted), ``allow`` (it runs at once,
+            alongside: each tick is then a task of its own), ``buffer_one`` (it waits and
+            runs when the run ends; further ticks meanwhile are skipped), ``buffer_all``
+            (every one waits and runs in order, at most 100; the rest are skipped) or
+            ``cancel_other`` (the running handler is aborted, as ``App.abort`` does, and the
+            new tick runs once it has ended).
         jitter: delay each tick by up to this much, at random (shorter than the period).
         catchup: missed ticks older than this are not caught up.
         start: no tick before this time (an aware datetime).

@@ -65,26 +65,37 @@ class MinuteCounter(Listener):
         """Runs the store settled, a batch at a time. A run whose handler started fired in
         the minute it started, with its lateness, and then succeeded or failed; a retry and
         a dead letter (an occurrence of a series filed there too) count as such."""
-        minute, row = self._minute, self._rows.get(task_type)
+        row = self._rows.get(task_type)
+        start = self._minute  # the minute of ``row``, from start to end
+        end = start + MINUTE_MS
+        first_bound = LATENESS_BUCKETS_MS[0]
         for run in runs:
             outcome = run.outcome
             if outcome is None:  # pragma: no cover - a settled run has its outcome
                 continue
-            at = run.fired_ms or run.claim.due_ms  # no handler ran: when it was due
-            if at - at % MINUTE_MS != minute or row is None:
+            # Unpacked, not read by name: this runs for every task the worker settles.
+            op, claim, _due, _record, error, dead_id, _dead_record, _spawn, _unique, _ = outcome
+            fired, due = run.fired_ms, claim[3]
+            at = fired or due  # no handler ran: when it was due
+            if not start <= at < end or row is None:
                 row = self._row(at, task_type)
-                minute = self._minute
-            if run.fired_ms:
+                start = self._minute
+                end = start + MINUTE_MS
+            if fired:
                 row[FIRED] += 1
-                row[FIRST_BUCKET + bisect_left(LATENESS_BUCKETS_MS, at - run.claim.due_ms)] += 1
-                if outcome.error:
+                late = at - due
+                row[
+                    FIRST_BUCKET
+                    if late <= first_bound
+                    else FIRST_BUCKET + bisect_left(LATENESS_BUCKETS_MS, late)
+                ] += 1
+                if error:
                     row[FAILED] += 1
-                elif outcome.op in _SUCCEEDED:
+                elif op in _SUCCEEDED:
                     row[SUCCEEDED] += 1
-            op = outcome.op
             if op == "retry":
                 row[RETRIED] += 1
-            elif op == "dead" or outcome.dead_id:
+            elif op == "dead" or dead_id:
                 row[DEAD_LETTERED] += 1
 
     def missed_ticks(self, event: WorkerEvent) -> None:

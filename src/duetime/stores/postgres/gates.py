@@ -1,5 +1,5 @@
 """A task type's gates on PostgreSQL: pause, resume and hold, each one statement on its
-queue's row (the columns of ``0004_gates.sql``). Claims and settles read and write the
+queue's row (the columns of ``0006_gates.sql``). Claims and settles read and write the
 gates in their own statements (``claim.sql``, ``claim_gated.sql``, ``next_ms.sql``,
 ``settle_drop.sql``, ``settle.sql``)."""
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from duetime.stores.base import Claim, ClaimBatch, Gate, Outcome
-from duetime.stores.gating import GateState, next_look
+from duetime.stores.base import Claim, ClaimBatch, Outcome
+from duetime.stores.gating import Gate, GateState, next_look
+from duetime.stores.postgres.conditional import remember_finished
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.ops import Queues, write
 from duetime.stores.postgres.queries import Q
@@ -92,11 +93,25 @@ async def settle(
     common case is then one statement. The rest, and done outcomes of tasks rescheduled
     while they ran, go in one UPDATE (settle.sql), followed, in the same transaction, by
     the dead letters (``dead_id``) and new tasks (``spawn``) of the outcomes kept and the
-    deletion of the rows left empty.
+    deletion of the rows left empty. A batch with runs of tasks scheduled with
+    ``unique_for`` (``unique_ms``) is one transaction, which also remembers their finishes.
     """
     qid = await queues.find(conn, task_type)
     if qid is None:
         return [False] * len(outcomes)
+    if any(o.unique_ms for o in outcomes):  # runs of tasks scheduled with unique_for
+        async with conn.transaction():  # the finishes are remembered with the settle
+            kept = await _settle(conn, queues, qid, task_type, outcomes, now_ms)
+            ended = [o for o in outcomes if (o.claim.id, o.claim.token) in kept]
+            await remember_finished(conn, qid, ended, now_ms)
+    else:
+        kept = await _settle(conn, queues, qid, task_type, outcomes, now_ms)
+    return [(o.claim.id, o.claim.token) in kept for o in outcomes]
+
+
+async def _settle(
+    conn: Conn, queues: Queues, qid: int, task_type: str, outcomes: Sequence[Outcome], now_ms: int
+) -> set[tuple[str, int]]:
     kept: set[tuple[str, int]] = set()
     plain = [o for o in outcomes if o.op == "done" and not o.dead_id and o.spawn is None]
     if plain:
@@ -107,7 +122,7 @@ async def settle(
     if rest:
         async with conn.transaction():
             kept |= await _settle_rest(conn, queues, qid, task_type, rest, now_ms)
-    return [(o.claim.id, o.claim.token) in kept for o in outcomes]
+    return kept
 
 
 async def _settle_rest(

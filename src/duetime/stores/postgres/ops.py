@@ -6,12 +6,15 @@ from collections.abc import Sequence
 
 from duetime.errors import LeaseLost, StoreRefused
 from duetime.stores import wire
-from duetime.stores.base import STATES, NewTask, State, StoredTask
+from duetime.stores.base import STATES, AbortFound, Claim, NewTask, State, StoredTask
 from duetime.stores.postgres.config import PostgresConfig
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.queries import Q
 
 _LISTS = {"due": Q.list_due, "running": Q.list_running, "dead": Q.list_dead}
+#: The first word of the notification that says a run of a type was marked to abort (a
+#: wake-up's is a due time).
+ABORT_WORD = "abort"
 
 
 class Queues:
@@ -175,6 +178,35 @@ async def cancel(conn: Conn, queues: Queues, task_type: str, task_id: str) -> bo
     cur = await conn.execute(Q.cancel, {"qid": qid, "id": task_id})
     row = await cur.fetchone()
     return bool(row and row[0])
+
+
+async def abort(conn: Conn, queues: Queues, task_type: str, task_id: str) -> AbortFound:
+    """Mark the run holding a task's lease to abort, or cancel a task no run holds (see
+    ``Store.abort``); the abort signal goes out at commit."""
+    qid = await queues.find(conn, task_type)
+    if qid is None:
+        return "missing"
+    async with conn.transaction():
+        cur = await conn.execute(Q.abort_mark, {"qid": qid, "id": task_id})
+        if await cur.fetchone() is not None:
+            payload = f"{ABORT_WORD} {task_type}"
+            await conn.execute(Q.wake, {"channel": queues.channel, "payload": payload})
+            return "running"
+        cur = await conn.execute(Q.cancel, {"qid": qid, "id": task_id})
+        row = await cur.fetchone()
+    return "cancelled" if row and row[0] else "missing"
+
+
+async def aborting(
+    conn: Conn, queues: Queues, task_type: str, claims: Sequence[Claim]
+) -> list[Claim]:
+    """The claims whose run is marked to abort (see ``Store.aborting``)."""
+    qid = await queues.find(conn, task_type)
+    if qid is None:
+        return []
+    cur = await conn.execute(Q.aborting, {"qid": qid})
+    marked = {(task_id, token) for task_id, token in await cur.fetchall()}
+    return [claim for claim in claims if (claim.id, claim.token) in marked]
 
 
 async def revive(

@@ -26,6 +26,8 @@ class Queries:
     raise_fence: bytes
     records: bytes
     cancel: bytes
+    abort_mark: bytes
+    aborting: bytes
     get: bytes
     lock_task: bytes
     remove_entry: bytes
@@ -54,6 +56,12 @@ class Queries:
     live_workers: bytes
     add_counts: bytes
     read_counts: bytes
+    pending: bytes
+    merge_into: bytes
+    insert_free: bytes
+    finished_at: bytes
+    mark_finished: bytes
+    trim_finished: bytes
     lock_gate: bytes
     claim_gated: bytes
     set_paused: bytes

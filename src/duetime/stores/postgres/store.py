@@ -8,9 +8,9 @@ from typing import TypeVar
 
 from duetime.errors import StoreError, StoreRefused
 from duetime.stores.base import (
+    AbortFound,
     Claim,
     ClaimBatch,
-    Gate,
     NewTask,
     Outcome,
     State,
@@ -18,7 +18,9 @@ from duetime.stores.base import (
     WakeCallback,
     check_claim_arguments,
 )
-from duetime.stores.postgres import gates, leases, ops, wake
+from duetime.stores.conditional import Answer, Condition, check_conditions
+from duetime.stores.gating import Gate
+from duetime.stores.postgres import conditional, gates, leases, ops, wake
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
 from duetime.stores.postgres.connection import Conn, Database, read_settings
 from duetime.stores.postgres.queries import Q
@@ -137,6 +139,19 @@ class PostgresStore:
             "schedule", lambda c: ops.schedule(c, q, task_type, unique, only_new, fence)
         )
 
+    async def schedule_if(
+        self, task_type: str, tasks: Sequence[Condition], now_ms: int
+    ) -> list[Answer]:
+        """Write tasks on their conditions in one transaction (see
+        ``ConditionalSchedule.schedule_if``)."""
+        if not tasks:
+            return []
+        check_conditions(tasks)
+        q = self._queues
+        return await self._run(
+            "schedule_if", lambda c: conditional.schedule_if(c, q, task_type, tasks, now_ms)
+        )
+
     async def raise_fence(self, task_type: str, token: int) -> bool:
         """Raise the type's fence to ``token`` unless it is above it; whether it was not."""
         q = self._queues
@@ -145,6 +160,17 @@ class PostgresStore:
     async def cancel(self, task_type: str, task_id: str) -> bool:
         """Remove a task whatever its state; a running one keeps its lease to the end."""
         return await self._run("cancel", lambda c: ops.cancel(c, self._queues, task_type, task_id))
+
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        """Mark the run holding the task's lease to abort, or cancel a task no run holds."""
+        return await self._run("abort", lambda c: ops.abort(c, self._queues, task_type, task_id))
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        """The claims whose run is marked to abort."""
+        if not claims:
+            return []
+        q = self._queues
+        return await self._run("aborting", lambda c: ops.aborting(c, q, task_type, claims))
 
     async def revive(
         self, task_type: str, task_id: str, due_ms: int, record: str | None = None

@@ -11,9 +11,10 @@ from psycopg import sql
 from duetime.backoff import backoff_delay
 from duetime.clock import iso
 from duetime.outage import OutageLog
-from duetime.stores.base import WakeCallback
+from duetime.stores.base import ABORT_WAKE_MS, WakeCallback
 from duetime.stores.postgres.config import PostgresConfig
 from duetime.stores.postgres.connection import connect_kwargs
+from duetime.stores.postgres.ops import ABORT_WORD
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,7 @@ async def _receive(conn: psycopg.AsyncConnection[object], on_wake: WakeCallback)
         async for note in conn.notifies(timeout=PING_SECONDS):
             due, _, task_type = note.payload.partition(" ")
             try:
-                due_ms = int(due)
+                due_ms = ABORT_WAKE_MS if due == ABORT_WORD else int(due)
             except ValueError:  # not one of duetime's: a wake-up is only a hint
                 log.debug("wake-up with an unreadable payload %r", note.payload)
                 continue

@@ -1,6 +1,6 @@
 """What the Redis store does beyond the core protocol
-(:mod:`duetime.stores.capabilities`): expiring entries, key expiry events and the index of
-schedule names."""
+(:mod:`duetime.stores.capabilities`): expiring entries, writes on conditions, key expiry
+events and the index of schedule names."""
 
 from __future__ import annotations
 
@@ -12,11 +12,36 @@ from redis.asyncio import Redis
 from duetime.errors import ConfigError
 from duetime.stores import wire
 from duetime.stores.base import NewTask
+from duetime.stores.conditional import Answer, Condition, Pending, Verdict, check_conditions
 from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import keyevents, names, wake
 from duetime.stores.redis.codec import SCHEDULE_CHUNK
 from duetime.stores.redis.connection import RedisConfig, errors
-from duetime.stores.redis.keys import TypeKeys, event_key, keyevent_channel
+from duetime.stores.redis.keys import (
+    TypeKeys,
+    call_id,
+    call_key,
+    event_key,
+    finished_key,
+    keyevent_channel,
+)
+
+#: How long a conditional write's reply is kept for a resend of the call (the script runner
+#: resends within a few seconds), as a claim's is.
+CONDITIONAL_REPLAY_MS = 15_000
+_PENDING_CODE: dict[Pending, str] = {"waits": "w", "runs": "r"}
+_PENDING: dict[str, Pending] = {"w": "waits", "r": "runs"}
+_VERDICTS: dict[int, Verdict] = {1: "written", 2: "kept", 3: "recent", 4: "changed"}
+
+
+def _answer(code: int, first: Any, second: Any) -> Answer:
+    """One task's answer of schedule_if.lua."""
+    verdict = _VERDICTS[int(code)]
+    if verdict == "changed":
+        return Answer(verdict, None, _PENDING.get(wire.text(first), "none"), wire.text(second))
+    if verdict == "recent":
+        return Answer(verdict)
+    return Answer(verdict, wire.ms(first))
 
 
 class _Core(Protocol):
@@ -60,6 +85,27 @@ class RedisCapabilities:
         k = self.keys(task_type)
         reply = await self._run("remove_entry", [k.due, k.data, k.meta], [task_id, now_ms])
         return bool(reply[0])
+
+    # -- writes on conditions ----------------------------------------------------------------
+
+    async def schedule_if(
+        self: _Core, task_type: str, tasks: Sequence[Condition], now_ms: int
+    ) -> list[Answer]:
+        check_conditions(tasks)
+        k = self.keys(task_type)
+        answers: list[Answer] = []
+        for start in range(0, len(tasks), SCHEDULE_CHUNK):
+            chunk = tasks[start : start + SCHEDULE_CHUNK]
+            keys = [k.due, k.data, k.dead, k.meta, k.lease, call_key(k, call_id())]
+            args: list[Any] = [self._wake(task_type), task_type, now_ms, CONDITIONAL_REPLAY_MS]
+            for c in chunk:
+                keys.append(finished_key(k, c.task.id))
+                expected = "" if c.pending == "none" else _PENDING_CODE[c.pending] + c.expected
+                args += (c.task.id, c.task.due_ms, c.task.record, c.mode, c.unique_ms)
+                args += (expected, "1" if c.keep_due else "0")
+            reply = await self._run("schedule_if", keys, args)
+            answers += (_answer(*reply[i : i + 3]) for i in range(0, len(reply), 3))
+        return answers
 
     # -- key expiry events ------------------------------------------------------------------
 

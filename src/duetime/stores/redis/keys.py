@@ -18,6 +18,8 @@ Redis Cluster slot and one script may touch them all::
                                       of another type: a poller's call) that began
                                       writing to the type; writes under a lower are
                                       refused
+    duetime:{ns:type}:abort     HASH  id -> the token of a run marked to abort (only
+                                      while runs are being aborted)
     duetime:{ns:type}:gate      HASH  the type's gates, each field only while set:
                                       paused "1", hold <ms> (a handler's RateLimited),
                                       tat <ms> (its rate's GCRA time), wait "1" (a
@@ -32,6 +34,9 @@ Redis Cluster slot and one script may touch them all::
                                       into a task of the type: the workers that all heard
                                       the event make one task
 
+    duetime:{ns:type}:finished:<id>  STRING  when a run of a task scheduled with unique_for
+                                      finished (ms), for that window (it expires then)
+
     duetime:{ns}:crons          HASH  cron schedule name -> the task type it lives in
     duetime:{ns}:paused         SET   the types paused (an index for listings; the gate
                                       hash of each is what claims read)
@@ -41,7 +46,8 @@ Redis Cluster slot and one script may touch them all::
                                       at <ms>; expires an hour later
 
     duetime:{ns}:wake           pub/sub channel: "<type> <due ms>" when a task becomes
-                                the earliest of its type
+                                the earliest of its type, "<type> abort" when a run
+                                of the type was marked to abort
     duetime:{ns:type}:wake      on Redis Cluster, the shard channel of the same, in the
                                 slot of the type's keys (SPUBLISH / SSUBSCRIBE)
 """
@@ -69,6 +75,7 @@ class TypeKeys:
     meta: str
     seq: str
     fence: str
+    abort: str
     gate: str
 
 
@@ -87,6 +94,12 @@ def event_key(keys: TypeKeys, event: str) -> str:
     """The key that remembers, for a while, that an event was turned into a task of the
     type (so that the workers that all heard it make one task), in the type's slot."""
     return keys.seq[: -len("seq")] + "event:" + event
+
+
+def finished_key(keys: TypeKeys, task_id: str) -> str:
+    """The key that remembers, for a task scheduled with ``unique_for``, when its last run
+    finished, in the type's slot."""
+    return keys.seq[: -len("seq")] + "finished:" + task_id
 
 
 def keyevent_channel(db: int) -> str:

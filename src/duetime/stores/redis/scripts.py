@@ -43,11 +43,14 @@ _PREAMBLE = "_preamble.lua"
 INCLUDES = {"claim_due": ("_gate.lua",)}
 NAMES = (
     "schedule",
+    "schedule_if",
     "raise_fence",
     "claim_due",
     "settle",
     "extend_lease",
     "cancel",
+    "abort",
+    "aborting",
     "revive",
     "inspect_task",
     "put_entry",
@@ -64,7 +67,7 @@ NAMES = (
 )
 
 #: The scripts that only read: no WAIT follows them.
-READ_ONLY = frozenset({"inspect_task", "active_ids", "live_workers", "read_counts"})
+READ_ONLY = frozenset({"inspect_task", "active_ids", "live_workers", "read_counts", "aborting"})
 #: What each negative code means. -3 carries the server's own error (out of memory, say);
 #: -4 (a write under a lost lease: task type, token, fence) is LeaseLost.
 CODES = {-1: "a key holds a value of another type", -2: "bad arguments", -3: "the server refused"}

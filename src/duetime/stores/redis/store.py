@@ -15,9 +15,9 @@ from duetime.clock import StoreClock
 from duetime.errors import StoreError
 from duetime.stores import wire
 from duetime.stores.base import (
+    AbortFound,
     Claim,
     ClaimBatch,
-    Gate,
     NewTask,
     Outcome,
     State,
@@ -25,6 +25,7 @@ from duetime.stores.base import (
     WakeCallback,
     new_claim,
 )
+from duetime.stores.gating import Gate
 from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
@@ -41,6 +42,7 @@ from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,
     call_key,
+    finished_key,
     shard_wake_channel,
     type_keys,
     wake_channel,
@@ -69,6 +71,8 @@ REPLICA_WAIT_MS = 2000
 SETTLE_CHUNK = 500
 #: How long a settle's reply is kept for a resend of the call, as a claim's is.
 SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
+#: What abort.lua's reply means.
+_FOUND: dict[int, AbortFound] = {0: "missing", 1: "running", 2: "cancelled"}
 
 
 class RedisStore(RedisCapabilities, RedisGates):
@@ -231,6 +235,24 @@ class RedisStore(RedisCapabilities, RedisGates):
         reply = await self._run("cancel", [k.due, k.data, k.dead, k.meta], [task_id])
         return bool(reply[0])
 
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        k = self.keys(task_type)
+        keys = [k.due, k.data, k.dead, k.meta, k.lease, k.abort]
+        reply = await self._run("abort", keys, [task_id, self._wake(task_type), task_type])
+        return _FOUND[reply[0]]
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        if not claims:
+            return []
+        k = self.keys(task_type)
+        args: list[Any] = []
+        for claim in claims:
+            args += (claim.id, claim.token)
+        marked = {
+            wire.text(task_id) for task_id in await self._run("aborting", [k.lease, k.abort], args)
+        }
+        return [claim for claim in claims if claim.id in marked]
+
     async def revive(
         self, task_type: str, task_id: str, due_ms: int, record: str | None = None
     ) -> bool:
@@ -278,21 +300,26 @@ class RedisStore(RedisCapabilities, RedisGates):
             chunk = outcomes[start : start + SETTLE_CHUNK]
             # Plain completions go first, in one argument; the script answers in the order
             # it was given, and the answers are put back in the order of the outcomes.
-            done = [o for o in chunk if o.op == "done" and not o.dead_id and o.spawn is None]
+            done = [
+                o for o in chunk if o.op == "done" and not (o.dead_id or o.spawn or o.unique_ms)
+            ]
             lines = "\n".join([f"{o.claim.token}|{o.claim.id}" for o in done])
             args: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
             # One newline per line but the last, or an id holds one: sent one by one then.
             if done and lines.count("\n") == len(done) - 1:
-                rest = [o for o in chunk if o.op != "done" or o.dead_id or o.spawn is not None]
+                rest = [o for o in chunk if o.op != "done" or o.dead_id or o.spawn or o.unique_ms]
                 args += ("done*", lines)
             else:
                 done, rest = [], list(chunk)
-            for o in rest:
-                args += settle_args(o)
             # A call key of its own: a resend finds the reply of the first send, and does
             # not take the outcomes that send kept for lost leases.
             call = call_key(k, call_id())
             keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call, k.gate]
+            for o in rest:
+                args += settle_args(o)
+                if o.unique_ms and o.op in ("done", "dead"):  # remembered for unique_for
+                    keys.append(finished_key(k, o.claim.id))
+                    args += ("finish", len(keys), o.unique_ms)
             reply = await self._run("settle", keys, args)
             if not rest:  # all plain completions: the answers are in the outcomes' order
                 kept += [answer == 1 for answer in reply]

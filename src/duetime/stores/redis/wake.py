@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 from duetime.backoff import backoff_delay
 from duetime.outage import OutageLog
 from duetime.stores import wire
-from duetime.stores.base import WakeCallback
+from duetime.stores.base import ABORT_WAKE_MS, WakeCallback
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 LISTEN_POLL_SECONDS = 1.0
 LISTEN_BACKOFF_FIRST = 0.05
 LISTEN_BACKOFF_CAP = 5.0
+#: The second word of the message abort.lua publishes.
+ABORT_WORD = "abort"
 
 
 async def listen(connect: Callable[[], Redis], channel: str, on_wake: WakeCallback) -> None:
@@ -75,14 +77,16 @@ async def subscribe(
 
 
 def dispatch(data: object, on_wake: WakeCallback) -> None:
-    """Hand one message, "<type> <due ms>", to ``on_wake``; one that does not decode or
-    parse is ignored (a wake-up is only a hint: the worker looks on its own anyway)."""
+    """Hand one message, "<type> <due ms>" (or "<type> abort": a run of the type was marked
+    to abort, handed on as :data:`~duetime.stores.base.ABORT_WAKE_MS`), to ``on_wake``; one
+    that does not decode or parse is ignored (a wake-up is only a hint: the worker looks on
+    its own anyway)."""
     try:
         text = data.decode() if isinstance(data, bytes) else data
         if not isinstance(text, str):
             raise ValueError("not text")
         task_type, _, due = text.partition(" ")
-        due_ms = wire.ms(due)
+        due_ms = ABORT_WAKE_MS if due == ABORT_WORD else wire.ms(due)
         if not task_type or due_ms == wire.UNREADABLE_MS:
             raise ValueError("not '<type> <due ms>'")
     except ValueError:  # UnicodeDecodeError included

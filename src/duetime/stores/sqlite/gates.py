@@ -1,16 +1,21 @@
 """A task type's gates on SQLite: read and written by claims and settles inside their
-transactions, and set by pause, resume and holds (the columns of ``0005_gates.sql``; the
+transactions, and set by pause, resume and holds (the columns of ``0007_gates.sql``; the
 arithmetic is :mod:`duetime.stores.gating`'s)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 from duetime.stores import wire
-from duetime.stores.base import Gate
-from duetime.stores.gating import GateState, after_claim, full
+from duetime.stores.gating import Gate, GateState, after_claim, full
+from duetime.stores.sqlite import wake
+from duetime.stores.sqlite.config import SqliteConfig
 from duetime.stores.sqlite.ops import Queues, Wake
 from duetime.stores.sqlite.queries import Q
+
+T = TypeVar("T")
 
 # Each function takes the connection first and runs on the store's own thread, inside the
 # BEGIN IMMEDIATE transaction that connection.Database opened for it.
@@ -75,3 +80,36 @@ def paused_types(conn: sqlite3.Connection, namespace: str) -> list[str]:
 def _number(value: object) -> float | None:
     """A stored rate time, or None when there is none (or it is not a number)."""
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+class _Core(Protocol):
+    """What the gates use of the store."""
+
+    config: SqliteConfig
+    _key: str
+    _queues: Queues
+
+    async def _write(self, what: str, fn: Callable[..., T], *args: Any) -> T: ...
+
+    async def _read(self, what: str, fn: Callable[..., T], *args: Any) -> T: ...
+
+
+class SqliteGates:
+    """The SQLite store's calls on a type's gates (the ``Gates`` capability), as a part of
+    :class:`~.store.SqliteStore`."""
+
+    async def set_paused(self: _Core, task_type: str, paused: bool) -> bool:
+        """Pause or resume a type, and wake its workers; whether that changed anything."""
+        changed, wakes = await self._write(
+            "set_paused", set_paused, self._queues, task_type, paused
+        )
+        wake.notify(self._key, self.config.namespace, wakes)
+        return changed
+
+    async def paused_types(self: _Core) -> list[str]:
+        """The namespace's paused types, sorted."""
+        return await self._read("paused_types", paused_types, self.config.namespace)
+
+    async def hold(self: _Core, task_type: str, until_ms: int) -> None:
+        """No claim of the type starts a task before ``until_ms``."""
+        await self._write("hold", hold, self._queues, task_type, until_ms)

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from duetime.stores import wire
-from duetime.stores.base import Claim, ClaimBatch, Gate, Outcome
-from duetime.stores.gating import allowance, next_look
+from duetime.stores.base import Claim, ClaimBatch, Outcome
+from duetime.stores.gating import Gate, allowance, next_look
 from duetime.stores.sqlite import gates
+from duetime.stores.sqlite.conditional import remember_finished
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
 
@@ -140,6 +141,8 @@ def settle(
             judged.append(_Judged(outcome, row[0], bool(row[2]), bool(row[3])))
     if not judged:
         return kept, []
+    if any(j.outcome.unique_ms for j in judged):  # runs of tasks scheduled with unique_for
+        remember_finished(conn, qid, [j.outcome for j in judged], now_ms)
     wakes = gates.settled(conn, qid, task_type, hold_ms, now_ms)
     head = head_due(conn, qid)
 

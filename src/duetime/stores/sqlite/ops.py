@@ -9,13 +9,22 @@ from typing import Any
 
 from duetime.errors import LeaseLost, StoreRefused
 from duetime.stores import wire
-from duetime.stores.base import STATES, Claim, NewTask, State, StoredTask
+from duetime.stores.base import (
+    ABORT_WAKE_MS,
+    STATES,
+    AbortFound,
+    Claim,
+    NewTask,
+    State,
+    StoredTask,
+)
 from duetime.stores.sqlite.queries import Q, repeat_row
 
 # Each function takes the connection first and runs on the store's own thread, inside the
 # transaction that connection.Database opened for it.
 
-#: A wake-up to deliver after commit: (task type, due ms, wake serial of its queue).
+#: A wake-up to deliver after commit: (task type, due ms, wake serial of its queue); or an
+#: abort signal: (task type, ABORT_WAKE_MS, abort serial of its queue).
 Wake = tuple[str, int, int]
 
 _LISTS = {"due": Q.list_due, "running": Q.list_running, "dead": Q.list_dead}
@@ -178,6 +187,31 @@ def cancel(conn: sqlite3.Connection, queues: Queues, task_type: str, task_id: st
     if row is not None:
         return bool(row[0])
     return conn.execute(Q.cancel_running, (qid, key)).rowcount > 0
+
+
+def abort(
+    conn: sqlite3.Connection, queues: Queues, task_type: str, task_id: str
+) -> tuple[AbortFound, list[Wake]]:
+    """Mark the run holding a task's lease to abort, or cancel a task no run holds (see
+    ``Store.abort``); (what was found, the abort signal for listeners in this process)."""
+    qid = queues.find(conn, task_type)
+    if qid is None:
+        return "missing", []
+    if conn.execute(Q.abort_mark, (qid, wire.param(task_id))).rowcount:
+        (serial,) = conn.execute(Q.abort_signal, (qid,)).fetchone()
+        return "running", [(task_type, ABORT_WAKE_MS, int(serial))]
+    return ("cancelled" if cancel(conn, queues, task_type, task_id) else "missing"), []
+
+
+def aborting(
+    conn: sqlite3.Connection, queues: Queues, task_type: str, claims: Sequence[Claim]
+) -> list[Claim]:
+    """The claims whose run is marked to abort (see ``Store.aborting``)."""
+    qid = queues.find(conn, task_type)
+    if qid is None:
+        return []
+    marked = {(wire.text(i), t) for i, t in conn.execute(Q.aborting, (qid,))}
+    return [claim for claim in claims if (claim.id, claim.token) in marked]
 
 
 def revive(

@@ -25,6 +25,9 @@ class Queries:
     raise_fence: str
     cancel_idle: str
     cancel_running: str
+    abort_mark: str
+    abort_signal: str
+    aborting: str
     revive: str
     is_dead: str
     extend_lease: str
@@ -60,6 +63,11 @@ class Queries:
     drop_counts: str
     read_counts: str
     task_types: str
+    pending: str
+    merge_into: str
+    finished_at: str
+    mark_finished: str
+    trim_finished: str
     gate_read: str
     count_running: str
     gate_took: str

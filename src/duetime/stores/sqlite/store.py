@@ -11,9 +11,9 @@ from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from duetime.errors import StoreError, StoreRefused
 from duetime.stores.base import (
+    AbortFound,
     Claim,
     ClaimBatch,
-    Gate,
     NewTask,
     Outcome,
     State,
@@ -21,9 +21,12 @@ from duetime.stores.base import (
     WakeCallback,
     check_claim_arguments,
 )
-from duetime.stores.sqlite import gates, leases, ops, wake
+from duetime.stores.conditional import Answer, Condition, check_conditions
+from duetime.stores.gating import Gate
+from duetime.stores.sqlite import conditional, leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database, map_error
+from duetime.stores.sqlite.gates import SqliteGates
 from duetime.stores.sqlite.telemetry import SqliteTelemetry
 from duetime.stores.telemetry import Telemetry
 
@@ -40,7 +43,7 @@ NORMAL_WARNING = (
 )
 
 
-class SqliteStore:
+class SqliteStore(SqliteGates):
     """A :class:`~duetime.stores.base.Store` in one SQLite file, shared by processes.
 
     The file is in WAL mode; every write is one ``BEGIN IMMEDIATE`` transaction, retried
@@ -202,6 +205,18 @@ class SqliteStore:
         """Remove a task whatever its state; a running one keeps its lease to the end."""
         return await self._write("cancel", ops.cancel, self._queues, task_type, task_id)
 
+    async def abort(self, task_type: str, task_id: str) -> AbortFound:
+        """Mark the run holding the task's lease to abort, or cancel a task no run holds."""
+        found, wakes = await self._write("abort", ops.abort, self._queues, task_type, task_id)
+        wake.notify(self._key, self.config.namespace, wakes)
+        return found
+
+    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
+        """The claims whose run is marked to abort."""
+        if not claims:
+            return []
+        return await self._read("aborting", ops.aborting, self._queues, task_type, claims)
+
     async def revive(
         self, task_type: str, task_id: str, due_ms: int, record: str | None = None
     ) -> bool:
@@ -279,23 +294,21 @@ class SqliteStore:
             return []
         return await self._write("extend", ops.extend, self._queues, task_type, claims, deadline_ms)
 
-    # -- gates --------------------------------------------------------------------------
+    # -- writes on conditions ---------------------------------------------------------------
 
-    async def set_paused(self, task_type: str, paused: bool) -> bool:
-        """Pause or resume a type, and wake its workers; whether that changed anything."""
-        changed, wakes = await self._write(
-            "set_paused", gates.set_paused, self._queues, task_type, paused
+    async def schedule_if(
+        self, task_type: str, tasks: Sequence[Condition], now_ms: int
+    ) -> list[Answer]:
+        """Write tasks on their conditions in one transaction (see
+        ``ConditionalSchedule.schedule_if``)."""
+        if not tasks:
+            return []
+        check_conditions(tasks)
+        answers, wakes = await self._write(
+            "schedule_if", conditional.schedule_if, self._queues, task_type, tasks, now_ms
         )
         wake.notify(self._key, self.config.namespace, wakes)
-        return changed
-
-    async def paused_types(self) -> list[str]:
-        """The namespace's paused types, sorted."""
-        return await self._read("paused_types", gates.paused_types, self.config.namespace)
-
-    async def hold(self, task_type: str, until_ms: int) -> None:
-        """No claim of the type starts a task before ``until_ms``."""
-        await self._write("hold", gates.hold, self._queues, task_type, until_ms)
+        return answers
 
     # -- expiring entries -----------------------------------------------------------------
 

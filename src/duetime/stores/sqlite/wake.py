@@ -16,7 +16,7 @@ from duetime.clock import iso
 from duetime.errors import StoreError
 from duetime.outage import OutageLog
 from duetime.stores import wire
-from duetime.stores.base import WakeCallback
+from duetime.stores.base import ABORT_WAKE_MS, WakeCallback
 from duetime.stores.sqlite.connection import connect, is_busy, map_error
 from duetime.stores.sqlite.ops import Wake
 from duetime.stores.sqlite.queries import Q
@@ -40,9 +40,16 @@ class Listener:
     loop: asyncio.AbstractEventLoop
     on_wake: WakeCallback
     seen: dict[str, int] = field(default_factory=dict)  # type -> last serial delivered
+    aborts_seen: dict[str, int] = field(default_factory=dict)  # type -> last abort serial
 
     def deliver(self, task_type: str, due_ms: int, serial: int) -> None:
-        """Call back (in the listener's loop) and remember the serial as delivered."""
+        """Call back (in the listener's loop) and remember the serial as delivered (an
+        abort signal's in :attr:`aborts_seen`)."""
+        if due_ms == ABORT_WAKE_MS:
+            self.aborts_seen[task_type] = serial
+            log.debug("abort signal: %s/%s (serial %d)", self.namespace, task_type, serial)
+            self.call(task_type, due_ms)
+            return
         self.seen[task_type] = serial
         if log.isEnabledFor(logging.DEBUG):
             shown = iso(due_ms)
@@ -107,8 +114,9 @@ class _Reader:
         self.conn.text_factory = wire.text  # a type name that is not UTF-8 fails no read
         self.version = -1
 
-    def changes(self) -> list[tuple[str, int, int]] | None:
-        """The wake rows if another connection committed since the last call, else None."""
+    def changes(self) -> list[tuple[str, int, int, int]] | None:
+        """The wake rows (type, wake serial, due ms, abort serial) if another connection
+        committed since the last call, else None."""
         try:
             (version,) = self.conn.execute("PRAGMA data_version").fetchone()
             if version == self.version:
@@ -120,8 +128,8 @@ class _Reader:
             raise map_error(exc, "listen", self.path) from exc
         self.version = version
         # Rows written by something else may hold anything: those that do not read are
-        # left out (a wake-up is only a hint).
-        found = [(wire.text(t), wire.ms(s), wire.ms(d)) for t, s, d in rows]
+        # left out (a wake-up is only a hint). A queue never woken has no due time yet.
+        found = [(wire.text(t), wire.ms(s), wire.ms(d or 0), wire.ms(a)) for t, s, d, a in rows]
         return [row for row in found if wire.UNREADABLE_MS not in row[1:]]
 
     def close(self) -> None:
@@ -169,13 +177,12 @@ async def poll(key: str, path: Path, namespace: str, on_wake: WakeCallback) -> N
                 rows = await loop.run_in_executor(executor, reader.changes)
                 if rows is not None and not looked:
                     looked = True
-                    listener.seen = {t: serial for t, serial, _ in rows}
+                    listener.seen = {t: serial for t, serial, _, _ in rows}
+                    listener.aborts_seen = {t: aborts for t, _, _, aborts in rows}
                     # Anything written while we were not looking is found by a full look.
                     listener.call("*", 0)
                 elif rows is not None:
-                    for task_type, serial, due_ms in rows:
-                        if listener.seen.get(task_type) != serial:
-                            listener.deliver(task_type, due_ms, serial)
+                    _deliver_changes(listener, rows)
                 failures = 0
                 delay = POLL_SECONDS
                 outage.ok()
@@ -193,3 +200,12 @@ async def poll(key: str, path: Path, namespace: str, on_wake: WakeCallback) -> N
         for each in readers:
             executor.submit(each.close)
         executor.shutdown(wait=False)
+
+
+def _deliver_changes(listener: Listener, rows: list[tuple[str, int, int, int]]) -> None:
+    """Call back for each type whose wake or abort serial moved since the last look."""
+    for task_type, serial, due_ms, aborts in rows:
+        if serial and listener.seen.get(task_type) != serial:
+            listener.deliver(task_type, due_ms, serial)
+        if aborts and listener.aborts_seen.get(task_type) != aborts:
+            listener.deliver(task_type, ABORT_WAKE_MS, aborts)

@@ -8,9 +8,13 @@ from typing import Literal, Protocol
 from duetime.triggers.cron.expression import CronExpr
 
 Missed = Literal["skip", "once", "all"]
-Overlap = Literal["skip", "allow"]
+Overlap = Literal["skip", "allow", "buffer_one", "buffer_all", "cancel_other"]
 MISSED: tuple[Missed, ...] = ("skip", "once", "all")
-OVERLAP: tuple[Overlap, ...] = ("skip", "allow")
+OVERLAP: tuple[Overlap, ...] = ("skip", "allow", "buffer_one", "buffer_all", "cancel_other")
+#: The overlap policies under which ticks that come due during a run wait for it to end.
+BUFFERED: frozenset[Overlap] = frozenset({"buffer_one", "buffer_all"})
+#: With overlap="buffer_all", at most this many ticks wait; later ones are skipped.
+MAX_BUFFERED = 100
 #: A tick is late, not missed, when it starts within this long of its time (or before the
 #: next tick, if that comes sooner), unless the schedule gives its own ``grace``.
 MISSED_AFTER_MS = 60_000
@@ -26,6 +30,9 @@ class Policies(Protocol):
 
     @property
     def missed(self) -> Missed: ...
+
+    @property
+    def overlap(self) -> Overlap: ...
 
     @property
     def catchup_ms(self) -> int | None: ...
@@ -129,6 +136,82 @@ def after_run(
         return following, 0  # a backlog tick, due before this run began: planned next
     skipped = expr.count_between(max(run_ms, started_ms), now_ms)
     return expr.next_after(max(now_ms, run_ms)), skipped
+
+
+@dataclass(frozen=True, slots=True)
+class After:
+    """What follows a run under the schedule's lease (every overlap policy but "allow").
+
+    Attributes:
+        next_ms: the tick to wait for (due at once when it has passed).
+        skipped: how many ticks that came due during the run are skipped.
+        waiting: under "buffer_one" and "buffer_all", the ticks that wait, oldest first
+            (``next_ms`` is the first); empty otherwise.
+    """
+
+    next_ms: int
+    skipped: int
+    waiting: tuple[int, ...] = ()
+
+
+def after_overlap(
+    spec: Policies,
+    run_ms: int,
+    started_ms: int,
+    now_ms: int,
+    again: bool = False,
+    waiting: tuple[int, ...] = (),
+    since_ms: int | None = None,
+) -> After:
+    """What follows a run of ``run_ms`` that started at ``started_ms`` and ended at
+    ``now_ms``, by the schedule's overlap policy.
+
+    "skip": :func:`after_run`. "buffer_one": the first tick that came due during the run
+    waits and runs when it ends, the others are skipped; "buffer_all": every one waits, in
+    order, up to :data:`MAX_BUFFERED` waiting in all (the rest are skipped). A run of a tick
+    that waited gives ``waiting`` (the ticks still waiting behind it) and ``since_ms`` (the
+    ticks up to then are accounted for: they came due after it). "cancel_other": the latest
+    tick that came due (the run was aborted when the first did) runs at once, the others
+    are skipped. A backlog tick (see :func:`after_run`) comes first under every policy.
+    """
+    expr = spec.expr
+    following = expr.next_after(run_ms)
+    backlog = (again or spec.missed == "all") and following <= started_ms and since_ms is None
+    if spec.overlap in BUFFERED and not backlog:
+        lo = max(run_ms, started_ms) if since_ms is None else since_ms
+        queue, skipped = _buffered(spec, waiting, lo, now_ms)
+        if queue:
+            return After(queue[0], skipped, queue)
+        return After(expr.next_after(max(now_ms, run_ms)), skipped)
+    if spec.overlap == "cancel_other" and not backlog and following <= now_ms:
+        came = expr.ticks_until(max(run_ms, started_ms), now_ms, 1)
+        if came:
+            return After(came[-1], expr.count_between(max(run_ms, started_ms), now_ms) - 1)
+    nxt, skipped = after_run(spec, run_ms, started_ms, now_ms, again)
+    return After(nxt, skipped)
+
+
+def _buffered(
+    spec: Policies, waiting: tuple[int, ...], after_ms: int, now_ms: int
+) -> tuple[tuple[int, ...], int]:
+    """``waiting`` with the ticks in (``after_ms``, ``now_ms``] added as the policy allows,
+    and how many of those are skipped."""
+    came = spec.expr.count_between(after_ms, now_ms)
+    if not came:
+        return waiting, 0
+    room = (1 if spec.overlap == "buffer_one" else MAX_BUFFERED) - len(waiting)
+    taken: tuple[int, ...] = ()
+    if room > 0:  # the oldest wait (a count past its cap is estimated: look at each)
+        taken = tuple(t for t in spec.expr.ticks(after_ms, min(room, came)) if t <= now_ms)
+    return waiting + taken, max(0, came - len(taken))
+
+
+def abort_at(spec: Policies, run_ms: int, started_ms: int) -> int | None:
+    """With overlap="cancel_other", when the run of ``run_ms`` that started at
+    ``started_ms`` is aborted: as the next tick comes due (None under other policies)."""
+    if spec.overlap != "cancel_other":
+        return None
+    return spec.expr.next_after(max(run_ms, started_ms))
 
 
 def next_for_allow(spec: Policies, run_ms: int, now_ms: int, again: bool = False) -> int:

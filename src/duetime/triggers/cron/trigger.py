@@ -4,8 +4,12 @@ A cron schedule is a task whose id is the schedule's name and whose record carri
 trigger under ``"c"``; it is due at its next tick (plus jitter), and its record's occurrence
 is that tick. Claiming it decides which tick runs under the missed-tick policy, or runs
 the tick again when its run crashed (the claim has stalls: its lease expired). With
-overlap "skip" the handler runs under the schedule's own lease; with overlap "allow" the
-tick is handed off as a task of its own, atomically with moving on to the next tick.
+overlap "allow" the tick is handed off as a task of its own, atomically with moving on to
+the next tick; under every other policy the handler runs under the schedule's own lease,
+and the policy says what follows a run that outlasted its period: "skip" waits for the
+next tick; "buffer_one" and "buffer_all" keep the ticks that came due meanwhile in the
+record (``waiting``) and run them, oldest first, as soon as the run ends; "cancel_other"
+aborts the run as the next tick comes due, and that tick runs once the run has ended.
 """
 
 from __future__ import annotations
@@ -17,19 +21,22 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
-from duetime.clock import MAX_MS, NEVER_MS, in_range, iso
+from duetime.clock import NEVER_MS, iso
 from duetime.errors import SchemaError, ValidationError
 from duetime.stores.base import Outcome
 from duetime.triggers.base import Job, Next
+from duetime.triggers.cron import stored
 from duetime.triggers.cron.expression import CronExpr, parse_cron
 from duetime.triggers.cron.policy import (
+    BUFFERED,
     MISSED,
     MISSED_AFTER_MS,
     OVERLAP,
     Missed,
     Overlap,
     Plan,
-    after_run,
+    abort_at,
+    after_overlap,
     next_for_allow,
     plan_claim,
 )
@@ -58,6 +65,11 @@ class CronTrigger:
         finished: past its end or its limit, it waits for nothing (and stays listed).
         immediate: a run is due at once, before the ticks: the one ``immediately`` asks
             for when the schedule is first written.
+        waiting: under overlap "buffer_one" or "buffer_all", the ticks that came due during
+            a run and wait to run, oldest first: the first is the occurrence the schedule
+            is due for (at once).
+        since_ms: with ``waiting``, when the run they waited for ended: the ticks up to
+            then are accounted for.
     """
 
     KEY: ClassVar[str] = "c"
@@ -77,6 +89,8 @@ class CronTrigger:
     run_count: int = 0
     finished: bool = False
     immediate: bool = False
+    waiting: tuple[int, ...] = ()
+    since_ms: int | None = None
 
     def definition(self) -> tuple[object, ...]:
         """What the user declared: two triggers with the same definition are the same
@@ -123,6 +137,8 @@ class CronTrigger:
             "nr": (self.run_count, 0),
             "f": (self.finished, False),
             "i": (self.immediate, False),
+            "b": (list(self.waiting), []),
+            "bs": (self.since_ms, None),
         }
         for key, (value, default) in optional.items():
             if value != default:
@@ -136,9 +152,9 @@ class CronTrigger:
         if missed not in MISSED or overlap not in OVERLAP:
             raise ValidationError("cron", f"unknown policy {missed!r} or {overlap!r}")
         jitter, missed_count, skipped_count, run_count = (
-            _int(doc, key) for key in ("j", "nm", "ns", "nr")
+            stored.whole(doc, key) for key in ("j", "nm", "ns", "nr")
         )
-        catchup, limit, grace = (_positive(doc, key) for key in ("w", "l", "g"))
+        catchup, limit, grace = (stored.positive(doc, key) for key in ("w", "l", "g"))
         return cls(
             parse_cron(doc.get("x"), doc.get("z")),
             missed,
@@ -148,13 +164,15 @@ class CronTrigger:
             bool(doc.get("q", False)),
             missed_count,
             skipped_count,
-            start_ms=_time(doc, "s"),
-            end_ms=_time(doc, "e"),
+            start_ms=stored.time_ms(doc, "s"),
+            end_ms=stored.time_ms(doc, "e"),
             limit=limit,
             grace_ms=MISSED_AFTER_MS if grace is None else grace,
             run_count=run_count,
             finished=bool(doc.get("f", False)),
             immediate=bool(doc.get("i", False)),
+            waiting=stored.ticks(doc.get("b", [])),
+            since_ms=None if doc.get("bs") is None else stored.whole(doc, "bs"),
         )
 
     @classmethod
@@ -177,8 +195,15 @@ class CronTrigger:
         """The schedule waiting for its first tick after ``now_ms`` and not before its
         start (never, while paused; nothing once past its end or limit); with
         ``immediately`` (or an immediate run still pending), for a run at once first (at
-        its start, if that is later)."""
-        spec = replace(self, finished=False, immediate=self.immediate or immediately)
+        its start, if that is later). Ticks that waited (buffer_one, buffer_all) are given
+        up."""
+        spec = replace(
+            self,
+            finished=False,
+            immediate=self.immediate or immediately,
+            waiting=(),
+            since_ms=None,
+        )
         if spec.paused:
             return spec.waiting_for(payload_json, NEVER_MS)
         begin = now_ms if self.start_ms is None else max(now_ms, self.start_ms)
@@ -207,7 +232,8 @@ class CronTrigger:
 
     def upcoming(self, pending_ms: int, now_ms: int, count: int, *, running: bool) -> list[int]:
         """The next ``count`` ticks (fewer when the schedule ends first): from the one it
-        waits for at ``pending_ms``, or after ``now_ms`` while a run holds it."""
+        waits for at ``pending_ms`` (the ticks that wait, under buffer_one or buffer_all,
+        first), or after ``now_ms`` while a run holds it."""
         if self.paused or self.finished:
             return []
         left = count
@@ -216,7 +242,10 @@ class CronTrigger:
         if left <= 0:
             return []
         ticks = self.expr.ticks(now_ms, left) if running else [pending_ms]
-        if not running:
+        if not running and self.waiting and self.waiting[0] == pending_ms:
+            after = max(now_ms, self.waiting[-1])
+            ticks = [*self.waiting, *self.expr.ticks(after, left)][:left]
+        elif not running:
             ticks += self.expr.ticks(pending_ms, left - 1)
         return [t for t in ticks if self.end_ms is None or t <= self.end_ms]
 
@@ -227,11 +256,19 @@ class CronTrigger:
     async def run(self, job: Job) -> Outcome:
         now = job.now_ms()
         spec, tick = self, job.occurrence_ms
+        waiting: tuple[int, ...] = ()
+        since: int | None = None
         if spec.immediate:
             # The run asked for as the schedule was created: it runs however late, and the
             # ticks that came due meanwhile are planned after it, as after a re-run.
             run, again = tick, True
             spec = replace(spec, immediate=False)
+        elif spec.waiting and spec.waiting[0] == tick:
+            # A tick that waited for the run before it (buffer_one, buffer_all): it runs
+            # now, however late, and the ticks behind it keep waiting.
+            run, again = tick, job.claim.stalls > 0
+            waiting, since = spec.waiting[1:], spec.since_ms
+            spec = replace(spec, waiting=(), since_ms=None)
         elif job.failures:
             # A retry of a tick that failed: run it again, no planning. After a crash (the
             # claim has stalls) it goes on as the tick's re-run would have.
@@ -247,29 +284,45 @@ class CronTrigger:
             ran = replace(spec, run_count=spec.run_count + 1)
             following = ran.waiting_for(job.payload_json, next_for_allow(spec, run, now, again))
             return job.done(following, hand_off_ms=run)
-        error = await job.call(run)
+        error = await job.call(run, abort_at_ms=abort_at(spec, run, now))
         if error is None:
             # Schedules often tick together: let the other handlers of this tick start
             # before the bookkeeping of this one.
             await asyncio.sleep(0)
-        nxt, skipped = after_run(spec, run, now, job.now_ms(), again)
+        end = job.now_ms()
+        after = after_overlap(spec, run, now, end, again, waiting, since)
+        skipped = after.skipped
         counted = replace(spec, skipped_count=spec.skipped_count + skipped) if skipped else spec
+        if after.waiting:
+            counted = replace(counted, waiting=after.waiting, since_ms=end)
         # Counted once the tick is over (done or dead), not in the state a retry keeps.
         ran = replace(counted, run_count=counted.run_count + 1)
-        following = ran.waiting_for(job.payload_json, nxt)
+        following = ran.waiting_for(job.payload_json, after.next_ms)
         # A retry of a tick run again goes on from the tick after it, and so plans the
         # ticks that came due during this run once more: they count only if it is given up.
         if error is None or not again:
-            _log_skipped(job, skipped)
+            _log_skipped(job, skipped, spec.overlap)
         if error is None:
             return job.done(following)
 
         async def follow() -> Next:
             if again:
-                _log_skipped(job, skipped)
+                _log_skipped(job, skipped, spec.overlap)
             return following
 
-        return await job.failed(error, run, spec if again else counted, follow)
+        return await job.failed(error, run, _retried(spec, counted, run, again, end), follow)
+
+
+def _retried(
+    spec: CronTrigger, counted: CronTrigger, run_ms: int, again: bool, end_ms: int
+) -> CronTrigger:
+    """The schedule's state in the record of a retry of ``run_ms``: under a buffering
+    policy, the tick heads the ticks that wait (those that came due during the failed run
+    included), so that they run after it; else ``counted`` (``spec`` for a tick run again
+    after a crash: its skips count only once it is given up)."""
+    if spec.overlap in BUFFERED:
+        return replace(counted, waiting=(run_ms, *counted.waiting), since_ms=end_ms)
+    return spec if again else counted
 
 
 def _planned(spec: CronTrigger, tick_ms: int, now_ms: int, stalls: int) -> Plan:
@@ -300,41 +353,19 @@ def _noted(job: Job, spec: CronTrigger, plan: Plan, tick_ms: int) -> CronTrigger
     return replace(spec, missed_count=spec.missed_count + plan.missed_total)
 
 
-def _int(doc: dict[str, object], key: str) -> int:
-    value = doc.get(key, 0)
-    if type(value) is not int or not 0 <= value <= MAX_MS:
-        raise ValidationError("cron", f"stored field {key!r} is not a whole number of 0 or more")
-    return value
-
-
-def _positive(doc: dict[str, object], key: str) -> int | None:
-    if doc.get(key) is None:
-        return None
-    value = _int(doc, key)
-    if value == 0:
-        raise ValidationError("cron", f"stored field {key!r} is not over 0")
-    return value
-
-
-def _time(doc: dict[str, object], key: str) -> int | None:
-    value = doc.get(key)
-    if value is not None and not (type(value) is int and in_range(value)):
-        raise ValidationError("cron", f"stored field {key!r} is not a time (ms)")
-    return value
-
-
 def _shown_tick(tick_ms: int) -> str:
     return iso(tick_ms)
 
 
-def _log_skipped(job: Job, skipped: int) -> None:
+def _log_skipped(job: Job, skipped: int, overlap: Overlap) -> None:
     if skipped:
         log.warning(
             "%s/%s: %d ticks came due while the previous run was still running; "
-            "skipped (overlap=skip)",
+            "skipped (overlap=%s)",
             job.task_name,
             job.claim.id,
             skipped,
+            overlap,
         )
 
 

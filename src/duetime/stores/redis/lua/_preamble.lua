@@ -48,16 +48,21 @@ local function head_score(key)
   return redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]
 end
 
--- Publish "<type> <due ms>" on the wake channel when `due` comes before `head`. A channel
--- written "!<name>" is the type's shard channel, in the slot of its keys (Redis Cluster):
--- SPUBLISH reaches the nodes of that slot only, where PUBLISH would reach every node.
+-- Publish `message` on the wake channel. A channel written "!<name>" is the type's shard
+-- channel, in the slot of its keys (Redis Cluster): SPUBLISH reaches the nodes of that slot
+-- only, where PUBLISH would reach every node.
+local function publish(channel, message)
+  if string.byte(channel, 1) == 33 then
+    redis.call('SPUBLISH', string.sub(channel, 2), message)
+  else
+    redis.call('PUBLISH', channel, message)
+  end
+end
+
+-- Publish "<type> <due ms>" on the wake channel when `due` comes before `head`.
 local function wake_if_earlier(channel, task_type, due, head)
   if due and (not head or tonumber(due) < tonumber(head)) then
-    if string.byte(channel, 1) == 33 then
-      redis.call('SPUBLISH', string.sub(channel, 2), task_type .. ' ' .. due)
-    else
-      redis.call('PUBLISH', channel, task_type .. ' ' .. due)
-    end
+    publish(channel, task_type .. ' ' .. due)
   end
 end
 

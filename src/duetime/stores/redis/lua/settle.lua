@@ -20,6 +20,11 @@
 --   spawn    id due record            (after one of the above, applied only if that one
 --                                     is kept) also schedule a new task: a cron tick
 --                                     handed off to run on its own
+--   finish   key window               (after done or dead, applied only if that one is
+--                                     kept) remember when the task finished: set
+--                                     KEYS[key] (its finished key) to now, expiring
+--                                     after window ms (a task scheduled with
+--                                     unique_for; see schedule_if.lua)
 -- When the id was rescheduled while it ran (it is in due again), the new occurrence wins:
 -- only the run's end is recorded. When it was cancelled (no record), next, retry, dead and
 -- release write nothing else either: a cancelled task stays cancelled.
@@ -30,7 +35,8 @@
 -- reply was lost) returns it instead of reporting the outcomes it kept as lost.
 --
 -- KEYS[1] due, KEYS[2] running, KEYS[3] data, KEYS[4] lease, KEYS[5] meta, KEYS[6] dead,
--- KEYS[7] this call's key, KEYS[8] gate (HASH: the type's gates, see _gate.lua)
+-- KEYS[7] this call's key, KEYS[8] gate (HASH: the type's gates, see _gate.lua),
+-- KEYS[9..] the finished keys that finish ops name
 -- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4] how long to keep the
 -- reply for a resent call (ms), ARGV[5..] ops as above
 --
@@ -56,7 +62,7 @@ end
 
 -- The fields after each op's name.
 local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, hold = 4,
-               file = 3, spawn = 3}
+               file = 3, spawn = 3, finish = 2}
 local items, ids = {}, {}
 local i = 5
 while i <= #ARGV do
@@ -82,6 +88,12 @@ while i <= #ARGV do
       return {-2, 'spawn needs a due time'}
     end
     items[#items][op] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]}
+  elseif op == 'finish' then
+    local key, window = KEYS[tonumber(ARGV[i + 1]) or 0], tonumber(ARGV[i + 2])
+    if #items == 0 or not key or tonumber(ARGV[i + 1]) < 9 or not window or window <= 0 then
+      return {-2, 'finish must follow an outcome, with a key and a window'}
+    end
+    items[#items].finish = {key, ARGV[i + 2]}
   else
     local item = {op = op, id = ARGV[i + 1], token = ARGV[i + 2]}
     if op == 'dead' then
@@ -138,6 +150,9 @@ local earliest
 for k, item in ipairs(items) do
   if kept[k] == 1 then
     local id, op = item.id, item.op
+    if item.finish then
+      redis.call('SET', item.finish[1], now, 'PX', item.finish[2])
+    end
     if item.file then
       redis.call('ZADD', dead, now, item.file[1])
       redis.call('HSET', data, item.file[1], item.file[2])

@@ -1,4 +1,4 @@
--- 0005_gates: each queue's gates (docs/flow.md): what a claim reads before it takes tasks.
+-- 0007_gates: each queue's gates (docs/flow.md): what a claim reads before it takes tasks.
 --
 -- paused:  1 while the type is paused (set_paused.sql): no claim starts its tasks.
 -- hold_ms: no claim starts a task of the type before this (a handler's RateLimited, written

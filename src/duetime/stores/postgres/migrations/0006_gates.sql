@@ -1,4 +1,4 @@
--- 0004_gates: each queue's gates (docs/flow.md): what a claim reads before it takes tasks.
+-- 0006_gates: each queue's gates (docs/flow.md): what a claim reads before it takes tasks.
 --
 -- paused:  true while the type is paused (set_paused.sql): no claim starts its tasks.
 -- hold_ms: no claim starts a task of the type before this (a handler's RateLimited,

@@ -1,0 +1,147 @@
+"""Scheduling on conditions (``if_exists="keep"`` or ``"merge"``, ``unique_for``): what the
+producer asks of the store's conditional writes, and the merge into a pending payload.
+
+The store judges each task against what its id holds, in the same atomic step as the write
+(:meth:`~duetime.stores.capabilities.ConditionalSchedule.schedule_if`). A merge is the one
+step that needs Python: the deep merge (:func:`~duetime.triggers.periodic.deep_merge`) of
+the payload given into the pending one. It is a compare-and-set: the first send assumes
+nothing is pending (a new task costs one round trip); when something is, the store answers
+with its record, the merge is made here from that record, and sent again on the condition
+that the pending task is still the one it was made from. A worker settling the task or
+another producer merging into it meanwhile makes the store answer again with what is
+pending now, and the merge is made again from that: nothing is lost, nothing half-written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from duetime.errors import SchemaError, StoreError, ValidationError
+from duetime.model import Task
+from duetime.newtask import unique_ms
+from duetime.record import Record
+from duetime.stores.base import NewTask
+from duetime.stores.capabilities import ConditionalSchedule
+from duetime.stores.conditional import Answer, Condition, Mode, Pending
+from duetime.triggers.periodic import deep_merge
+from duetime.validate import encode_payload
+
+#: How many times a merge is made again because the pending task changed under it (a run
+#: settled, another producer merged): each time, another write went through, so this is
+#: reached only under a storm of writes to one id.
+MERGE_TRIES = 50
+
+
+def is_conditional(task: Task) -> bool:
+    """Whether scheduling ``task`` depends on what the store holds (``if_exists`` other
+    than ``"replace"``, or ``unique_for``); checked by :func:`wanted`."""
+    return task.if_exists != "replace" or task.unique_for is not None
+
+
+class Wanted(NamedTuple):
+    """One task to write on conditions, as the producer gave it.
+
+    Attributes:
+        new: the task as it is written when its id holds no pending task.
+        payload: the payload given: what a merge merges in.
+        mode: ``if_exists``.
+        unique_ms: ``unique_for`` in ms (0: none).
+        keep_due: a merge keeps the pending task's due time (neither ``at`` nor ``delay``).
+    """
+
+    new: NewTask
+    payload: dict[str, Any] | None
+    mode: Mode
+    unique_ms: int
+    keep_due: bool
+
+
+def wanted(task: Task, new: NewTask) -> Wanted:
+    """``task``, checked at the door into ``new``, as a task to write on conditions."""
+    keep_due = task.at is None and task.delay is None
+    return Wanted(new, task.payload, task.if_exists, unique_ms(task), keep_due)
+
+
+def turns(tasks: Sequence[Wanted]) -> list[list[Wanted]]:
+    """``tasks`` in turns that hold each id once: the first task of each id, then the
+    second, and so on, so that tasks of one id are written in their order."""
+    out: list[list[Wanted]] = []
+    seen: dict[str, int] = {}
+    for w in tasks:
+        turn = seen.get(w.new.id, 0)
+        seen[w.new.id] = turn + 1
+        if turn == len(out):
+            out.append([])
+        out[turn].append(w)
+    return out
+
+
+async def write(
+    store: ConditionalSchedule,
+    task_type: str,
+    tasks: Sequence[Wanted],
+    now_ms: int,
+    max_payload_bytes: int,
+) -> list[Answer]:
+    """Write tasks (ids distinct) on their conditions; per task, the store's answer
+    (``written``, ``kept`` or ``recent``).
+
+    Raises:
+        ValidationError: a merged payload is over ``max_payload_bytes`` (nothing of that
+            task is written; the tasks merged before it in the batch are).
+        SchemaError: a pending task to merge into has a record that cannot be read.
+        StoreError: a merge kept meeting changes for :data:`MERGE_TRIES` sends.
+    """
+    conditions = [Condition(w.new, w.mode, w.unique_ms, keep_due=w.keep_due) for w in tasks]
+    answers: list[Answer | None] = [None] * len(tasks)
+    todo = list(range(len(tasks)))
+    for _ in range(MERGE_TRIES):
+        got = await store.schedule_if(task_type, [conditions[i] for i in todo], now_ms)
+        again = []
+        for i, answer in zip(todo, got, strict=True):
+            if answer.verdict == "changed":
+                pending, record = answer.pending, answer.record
+                conditions[i] = merged(tasks[i], pending, record, max_payload_bytes)
+                again.append(i)
+            else:
+                answers[i] = answer
+        if not again:
+            return [a for a in answers if a is not None]
+        todo = again
+    raise StoreError(
+        f"{task_type}: merging into a pending task met a change {MERGE_TRIES} times; "
+        "nothing more was written"
+    )
+
+
+def merged(w: Wanted, pending: Pending, record: str, max_payload_bytes: int) -> Condition:
+    """The condition to send for ``w`` (a merge) once the store said what is pending: the
+    pending payload with ``w``'s deep-merged into it, on the condition that it is still
+    pending as it is.
+
+    Into a task that waits, only the payload changes: its trigger, occurrence, attempts and
+    traceback stay. A task that only runs gets a new occurrence (the run's outcome will not
+    overwrite it) with the merged payload and its trigger, due as ``w`` says.
+    """
+    if pending == "none":  # it went: written as given, on the condition that none comes
+        return Condition(w.new, "merge", w.unique_ms, keep_due=w.keep_due)
+    try:
+        stored = Record.decode(record)
+    except SchemaError as exc:
+        raise SchemaError(
+            f"task {w.new.id!r}: the pending task's record cannot be merged into ({exc}); "
+            "schedule it with if_exists='replace' to write over it"
+        ) from None
+    try:
+        payload = encode_payload(deep_merge(stored.payload, w.payload or {}), max_payload_bytes)
+    except ValidationError as exc:
+        raise type(exc)(exc.field, f"merged into the pending one, {exc.problem}") from None
+    unique = w.unique_ms or stored.unique_ms
+    if pending == "waits":
+        failures, trace = stored.failures, stored.traceback
+        into = Record(payload, stored.trigger, stored.occurrence_ms, failures, trace, unique)
+    else:
+        into = Record(payload, stored.trigger, None, 0, None, unique)
+    new = w.new._replace(record=into.encode())
+    return Condition(new, "merge", w.unique_ms, pending, record, w.keep_due)
