@@ -14,6 +14,8 @@ from duetime.events import Listener
 from duetime.features.cron.calls import CronDecorator
 from duetime.features.expiring.calls import ExpiringCalls
 from duetime.features.expiring.feature import ExpiringFeature
+from duetime.features.flow.calls import FlowCalls
+from duetime.features.flow.feature import FlowFeature
 from duetime.features.keyevents.calls import KeyEventCalls
 from duetime.features.keyevents.feature import KeyEventFeature
 from duetime.features.pollers.calls import PollerCalls
@@ -22,7 +24,7 @@ from duetime.features.telemetry.calls import WatchCalls
 from duetime.features.telemetry.feature import TelemetryFeature
 from duetime.health import DEFAULT_HEALTH_HOST, DEFAULT_HEALTH_INTERVAL, WorkerHealth
 from duetime.model import Pacing, TaskOptions, TaskPolicy
-from duetime.tasktype import Handler, TaskType, call_mode
+from duetime.tasktype import Handler, TaskType, call_mode, gate_of
 from duetime.validate import check_name, check_partitions
 
 if TYPE_CHECKING:
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
 DEFAULT_METRICS_HOST = "127.0.0.1"
 
 
-class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, Client):
+class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, FlowCalls, Client):
     """The registry of task types, cron schedules, expiring groups, pollers and key expiry
     handlers, and the entry point for producers and workers.
 
@@ -67,6 +69,7 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
         registry.add(PollerFeature())
         registry.add(KeyEventFeature())
         registry.add(TelemetryFeature())
+        registry.add(FlowFeature())
 
     # -- task types -------------------------------------------------------------------------
 
@@ -79,7 +82,9 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
         ``retries``, ``backoff``, ``lease``, ``max_stalls``, ``delivery``), ``pacing``
         (:class:`~duetime.Pacing`) and ``partitions``: how many hash slots the type's tasks
         are spread over (on Redis Cluster, several primaries), the same in every process.
-        ``retries`` defaults to 3, or 0 with at-most-once delivery.
+        ``retries`` defaults to 3, or 0 with at-most-once delivery. ``rate`` (``"100/s"``,
+        ``"N/m"``, ``"N/h"`` or a :class:`~duetime.Rate`) and ``global_concurrency`` limit
+        the type's starts and runs across every worker (see the flow control guide).
 
         Raises:
             ValidationError: a bad name or option, or a name already registered.
@@ -89,6 +94,7 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
         pacing = given.pop("pacing", None) or Pacing()
         partitions = check_partitions(given.pop("partitions", 1))
         policy = TaskPolicy.from_options(**given)
+        gate_of(policy, partitions)  # refused here, at registration, rather than when used
         types = self.types
 
         def register(fn: Handler) -> TaskType:

@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from duetime.cli import cron, dashboard, operate, tasks, worker
+from duetime.cli import cron, dashboard, flow, operate, tasks, worker
 from duetime.version import VERSION
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -62,6 +62,8 @@ for command in (
     tasks.run_now,
     tasks.list_tasks,
     cron.cron,
+    flow.pause,
+    flow.resume,
     operate.stats,
     operate.workers,
     dashboard.dashboard,

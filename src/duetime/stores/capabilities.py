@@ -3,7 +3,7 @@ protocol, each a protocol of its own that a store implements or not.
 
 A feature names the capabilities it needs (``Feature.needs``); :func:`require` refuses a
 store without one, naming both. Every store duetime ships has :data:`ENTRIES`,
-:data:`CONDITIONAL`, :data:`SCHEDULE_NAMES` and :data:`TELEMETRY`; only Redis has
+:data:`CONDITIONAL`, :data:`SCHEDULE_NAMES`, :data:`TELEMETRY` and :data:`GATES`; only Redis has
 :data:`KEY_EVENTS`.
 """
 
@@ -130,6 +130,27 @@ class HasTelemetry(Protocol):
     def telemetry(self) -> Telemetry: ...
 
 
+@runtime_checkable
+class Gates(Protocol):
+    """A store that keeps a task type's gates: whether it is paused, and until when it is
+    held. Claims read them (``Store.claim``); these calls set them."""
+
+    async def set_paused(self, task_type: str, paused: bool) -> bool:
+        """Pause the type (no claim starts its tasks; those running finish) or resume it,
+        atomically; returns whether that changed anything. Either way wakes the type's
+        workers, so that a paused type stops within a wake-up and a resumed one starts."""
+        ...
+
+    async def paused_types(self) -> list[str]:
+        """The store types of the namespace that are paused, sorted (partitions, named
+        ``<type>#<n>``, included)."""
+        ...
+
+    async def hold(self, task_type: str, until_ms: int) -> None:
+        """No claim starts a task of the type before ``until_ms`` (a later hold the type
+        has already stays), atomically."""
+
+
 P = TypeVar("P")
 
 
@@ -155,6 +176,9 @@ SCHEDULE_NAMES: Capability[ScheduleNames] = Capability(
 )
 TELEMETRY: Capability[HasTelemetry] = Capability(
     "telemetry (heartbeats and per-minute counts)", HasTelemetry, "a store with telemetry"
+)
+GATES: Capability[Gates] = Capability(
+    "gates (pause and hold a task type)", Gates, "a store that keeps a type's gates"
 )
 
 

@@ -114,13 +114,13 @@ async def test_a_settle_finds_its_tasks_by_key(store: PostgresStore, url: str) -
     claims = await _batch(store)
     ids, tokens = [c.id for c in claims], [c.token for c in claims]
     qid, n = _qid(url), len(claims)
-    (dropped,) = _read_by(url, [(Q.settle_drop, {"qid": qid, "ids": ids, "tokens": tokens})])
+    wake = {"now": claims[0].due_ms, "channel": "c", "type": "work"}
+    drop = {"qid": qid, "ids": ids, "tokens": tokens, **wake}
+    (dropped,) = _read_by(url, [(Q.settle_drop, drop)])
     assert dropped <= MOST_ROWS
     rest = {
         "qid": qid,
-        "now": claims[0].due_ms,
-        "channel": "c",
-        "type": "work",
+        **wake,
         "ids": ids,
         "tokens": tokens,
         "ops": ["next"] * n,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from duetime.stores.base import Claim, ClaimBatch, Outcome, new_claim
+from duetime.stores.gating import Gate, GateState, next_look
 from duetime.stores.postgres.conditional import remember_finished
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.ops import Queues, write
@@ -26,10 +27,12 @@ async def claim(
     max_stalls: int,
     at_most_once: bool,
     lookahead_ms: int,
+    gate: Gate | None = None,
 ) -> ClaimBatch:
     """Reap expired leases at ``now_ms``, then lease up to ``limit`` tasks due by ``now_ms +
-    lookahead_ms``, earliest first (the lease counts from now), in one transaction whose
-    statements go to the server together (a pipeline: one round trip)."""
+    lookahead_ms`` that the type's gates allow, earliest first (the lease counts from now),
+    in one transaction whose statements go to the server together (a pipeline: one round
+    trip). A claim under a rate or a global concurrency locks its queue's row first."""
     qid = await queues.find(conn, task_type)
     if qid is None:
         return ClaimBatch([], None, 0)
@@ -40,30 +43,46 @@ async def claim(
         "at_most_once": at_most_once,
         "batch": REAP_BATCH,
     }
-    claim_params = {
+    horizon = now_ms + lookahead_ms
+    claim_params: dict[str, object] = {
         "qid": qid,
-        "horizon": now_ms + lookahead_ms,
+        "horizon": horizon,
         "limit": limit,
         "deadline": now_ms + lease_ms,
         "now": now_ms,
     }
+    statement = Q.claim
+    if gate is not None:
+        statement = Q.claim_gated
+        claim_params.update(
+            interval=gate.interval_ms, burst=gate.burst, max_running=gate.max_running
+        )
+    count_running = gate is not None and gate.max_running > 0
     async with conn.pipeline(), conn.transaction():
         await conn.execute(Q.claim_plan)
+        if gate is not None:
+            await conn.execute(Q.lock_gate, {"qid": qid})
         reaping = await conn.execute(Q.reap, reap_params)
-        leasing = await conn.execute(Q.claim, claim_params) if limit > 0 else None
-        looking = await conn.execute(Q.next_ms, {"qid": qid})
+        leasing = await conn.execute(statement, claim_params) if limit > 0 else None
+        looking = await conn.execute(Q.next_ms, {"qid": qid, "count_running": count_running})
     reaped = await reaping.fetchall()
     vacant = [task_id for task_id, is_vacant in reaped if is_vacant]
     if vacant:  # leases of cancelled tasks: nothing is left of them
         await conn.execute(Q.vacate, {"qid": qid, "ids": vacant})
-    claims = []
+    claims, picked = [], 0
     if leasing is not None:
         rows = sorted(await leasing.fetchall(), key=lambda r: (r[3], r[0]))
         claims = [new_claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
+        picked = len(rows)
     row = await looking.fetchone()
     assert row is not None
-    times = [t for t in row if t is not None]
-    return ClaimBatch(claims, min(times, default=None), len(reaped))
+    due, deadline, paused, hold_ms, tat, running = row
+    after = GateState(bool(paused), hold_ms, tat, int(running))
+    held_back = picked < limit and due is not None and due <= horizon
+    next_ms, open_ms = next_look(
+        gate, after, now_ms, held_back=held_back, due_ms=due, lease_ms=deadline
+    )
+    return ClaimBatch(claims, next_ms, len(reaped), open_ms)
 
 
 async def settle(
@@ -100,7 +119,8 @@ async def _settle(
     kept: set[tuple[str, int]] = set()
     plain = [o for o in outcomes if o.op == "done" and not o.dead_id and o.spawn is None]
     if plain:
-        cur = await conn.execute(Q.settle_drop, {"qid": qid, **_claims(plain)})
+        wake = {"now": now_ms, "channel": queues.channel, "type": task_type}
+        cur = await conn.execute(Q.settle_drop, {"qid": qid, **_claims(plain), **wake})
         row = await cur.fetchone()
         assert row is not None
         deleted, ids, tokens = row
@@ -118,8 +138,10 @@ async def _settle(
 
 
 async def _settle_rest(
-    conn: Conn, queues: Queues, qid: int, task_type: str, rest: list[Outcome], now_ms: int
+    conn: Conn, queues: Queues, qid: int, task_type: str, given: list[Outcome], now_ms: int
 ) -> set[tuple[str, int]]:
+    # A hold is a release (to the due time it was claimed at) that also holds the type.
+    rest = [o._replace(op="release", due_ms=o.claim.due_ms) if o.op == "hold" else o for o in given]
     params = {
         "qid": qid,
         "now": now_ms,
@@ -153,6 +175,9 @@ async def _settle_rest(
         await write(conn, queues, qid, task_type, list(spawns.values()))
     if vacant:
         await conn.execute(Q.vacate, {"qid": qid, "ids": vacant})
+    holds = [o.due_ms for o in given if o.op == "hold" and (o.claim.id, o.claim.token) in kept]
+    if holds:
+        await conn.execute(Q.hold, {"until": max(h for h in holds if h is not None), "qid": qid})
     return kept
 
 

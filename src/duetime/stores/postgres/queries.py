@@ -63,6 +63,11 @@ class Queries:
     finished_at: bytes
     mark_finished: bytes
     trim_finished: bytes
+    lock_gate: bytes
+    claim_gated: bytes
+    set_paused: bytes
+    paused_types: bytes
+    hold: bytes
 
 
 def strip(text: str) -> bytes:

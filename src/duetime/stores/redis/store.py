@@ -25,6 +25,7 @@ from duetime.stores.base import (
     WakeCallback,
     new_claim,
 )
+from duetime.stores.gating import Gate
 from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
@@ -36,6 +37,7 @@ from duetime.stores.redis.connection import (
     errors,
     store_error,
 )
+from duetime.stores.redis.gates import RedisGates
 from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,
@@ -73,7 +75,7 @@ SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
 _FOUND: dict[int, AbortFound] = {0: "missing", 1: "running", 2: "cancelled"}
 
 
-class RedisStore(RedisCapabilities):
+class RedisStore(RedisCapabilities, RedisGates):
     """A :class:`~duetime.stores.base.Store` on one Redis server (or a Cluster, or behind
     Sentinel), with every capability (:mod:`.capabilities`)."""
 
@@ -269,11 +271,15 @@ class RedisStore(RedisCapabilities):
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        gate: Gate | None = None,
     ) -> ClaimBatch:
         k = self.keys(task_type)
-        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, call_id())]
+        call = call_key(k, call_id())
+        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call, k.gate]
         mode = "1" if at_most_once else "0"
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
+        if gate is not None:
+            args += (repr(gate.interval_ms), repr(gate.burst), gate.max_running)
         reply = await self._run("claim_due", keys, args)
         if self._cluster and task_type not in self._claimed:  # a type to be woken for
             self._claimed.add(task_type)
@@ -283,9 +289,9 @@ class RedisStore(RedisCapabilities):
             new_claim(
                 text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4])
             )
-            for i in range(2, len(reply), 5)
+            for i in range(3, len(reply), 5)
         ]
-        return ClaimBatch(claims, wire.readable(reply[0]), reply[1])
+        return ClaimBatch(claims, wire.readable(reply[0]), reply[1], wire.readable(reply[2]))
 
     async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
         k = self.keys(task_type)
@@ -307,7 +313,8 @@ class RedisStore(RedisCapabilities):
                 done, rest = [], list(chunk)
             # A call key of its own: a resend finds the reply of the first send, and does
             # not take the outcomes that send kept for lost leases.
-            keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
+            call = call_key(k, call_id())
+            keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call, k.gate]
             for o in rest:
                 args += settle_args(o)
                 if o.unique_ms and o.op in ("done", "dead"):  # remembered for unique_for

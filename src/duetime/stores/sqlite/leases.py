@@ -11,6 +11,8 @@ from typing import Any
 
 from duetime.stores import wire
 from duetime.stores.base import Claim, ClaimBatch, Outcome, new_claim
+from duetime.stores.gating import Gate, allowance, next_look
+from duetime.stores.sqlite import gates
 from duetime.stores.sqlite.conditional import remember_finished
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
@@ -45,9 +47,10 @@ def claim(
     max_stalls: int,
     at_most_once: bool,
     lookahead_ms: int,
+    gate: Gate | None = None,
 ) -> ClaimBatch:
     """Reap expired leases at ``now_ms``, then lease up to ``limit`` tasks due by ``now_ms +
-    lookahead_ms``, earliest first (the lease counts from now)."""
+    lookahead_ms`` that the type's gates allow, earliest first (the lease counts from now)."""
     qid = queues.find(conn, task_type)
     if qid is None:
         return ClaimBatch([], None, 0)
@@ -65,33 +68,47 @@ def claim(
     if vacant:
         conn.executemany(Q.vacate, vacant)
 
-    claims: list[Claim] = []
-    if limit > 0:
-        picked = conn.execute(Q.pick_due, (qid, now_ms + lookahead_ms, limit)).fetchall()
-        good, aside = [], []
-        for row in picked:
-            problem = _unrunnable(row[1], row[3])
-            if problem is None:
-                good.append(row)
-            else:
-                aside.append((now_ms, problem, row[0]))
-        if aside:
-            conn.executemany(Q.move_aside, aside)
-        if good:
-            (last,) = conn.execute(Q.take_tokens, (len(good), qid)).fetchone()
-            first = int(last) - len(good) + 1
-            deadline = now_ms + lease_ms
-            conn.executemany(
-                Q.lease, [(first + k, row[2], deadline, row[0]) for k, row in enumerate(good)]
-            )
-            claims = [
-                new_claim(task_id, first + k, wire.count(stalls), wire.ms(due), wire.text(record))
-                for k, (_, task_id, due, record, stalls) in enumerate(good)
-            ]
+    before = gates.read(conn, qid, gate)
+    allowed = allowance(gate, before, now_ms, limit)
+    horizon = now_ms + lookahead_ms
+    picked, claims = _lease(conn, qid, now_ms, horizon, allowed, lease_ms) if allowed else (0, [])
+    after = gates.took(conn, qid, gate, before, now_ms, len(claims))
 
     row = conn.execute(Q.next_ms, {"qid": qid}).fetchone()
-    times = [t for t in (wire.readable(row[0]), wire.readable(row[1])) if t is not None]
-    return ClaimBatch(claims, min(times, default=None), len(reaped))
+    due, deadline = wire.readable(row[0]), wire.readable(row[1])
+    held_back = picked < limit and due is not None and due <= horizon
+    next_ms, open_ms = next_look(
+        gate, after, now_ms, held_back=held_back, due_ms=due, lease_ms=deadline
+    )
+    return ClaimBatch(claims, next_ms, len(reaped), open_ms)
+
+
+def _lease(
+    conn: sqlite3.Connection, qid: int, now_ms: int, horizon: int, limit: int, lease_ms: int
+) -> tuple[int, list[Claim]]:
+    """Lease up to ``limit`` tasks due by ``horizon``, earliest first, moving aside those
+    that cannot run; (how many were picked, the claims)."""
+    picked = conn.execute(Q.pick_due, (qid, horizon, limit)).fetchall()
+    good, aside = [], []
+    for row in picked:
+        problem = _unrunnable(row[1], row[3])
+        if problem is None:
+            good.append(row)
+        else:
+            aside.append((now_ms, problem, row[0]))
+    if aside:
+        conn.executemany(Q.move_aside, aside)
+    if not good:
+        return len(picked), []
+    (last,) = conn.execute(Q.take_tokens, (len(good), qid)).fetchone()
+    first = int(last) - len(good) + 1
+    deadline = now_ms + lease_ms
+    conn.executemany(Q.lease, [(first + k, row[2], deadline, row[0]) for k, row in enumerate(good)])
+    claims = [
+        new_claim(task_id, first + k, wire.count(stalls), wire.ms(due), wire.text(record))
+        for k, (_, task_id, due, record, stalls) in enumerate(good)
+    ]
+    return len(picked), claims
 
 
 @dataclass(slots=True)
@@ -124,15 +141,22 @@ def settle(
         return [False] * len(outcomes), []
     kept = [False] * len(outcomes)
     judged: list[_Judged] = []
+    hold_ms: int | None = None
     for n, rid, token, moved, dead in _read(conn, qid, outcomes):
         outcome = outcomes[n]
-        if token == outcome.claim.token:
+        c = outcome.claim
+        if token == c.token:
             kept[n] = True
+            if outcome.op == "hold" and outcome.due_ms is not None:
+                # A release, and the whole type held until the outcome's due_ms.
+                hold_ms = max(outcome.due_ms, hold_ms or outcome.due_ms)
+                outcome = outcome._replace(op="release", due_ms=c.due_ms)
             judged.append(_Judged(outcome, rid, bool(moved), bool(dead)))
     if not judged:
         return kept, []
     if any(j.outcome.unique_ms for j in judged):  # runs of tasks scheduled with unique_for
         remember_finished(conn, qid, [j.outcome for j in judged], now_ms)
+    wakes = gates.settled(conn, qid, task_type, hold_ms, now_ms)
     # A done run of a task that is neither due again nor dead takes the whole row with it
     # (one statement for all; an id JSON cannot carry takes the slow path, which ends a
     # done run the same way, by its rid).
@@ -141,7 +165,7 @@ def settle(
         conn.execute(Q.settle_drop, _drop_params(qid, fast))
     slow = [j for j in judged if not (_droppable(j) and _in_json(j.outcome.claim.id))]
     if not slow:
-        return kept, []
+        return kept, wakes
     head = head_due(conn, qid)  # the fast path removed no due task: as before any write
     conn.executemany(
         Q.settle_end,
@@ -156,7 +180,7 @@ def settle(
     )
     made_due = [due for j in slow for due in _follow_up(conn, qid, j, now_ms)]
     conn.executemany(Q.vacate, [(j.rid,) for j in slow])
-    return kept, wake_if_earlier(conn, qid, task_type, min(made_due, default=None), head)
+    return kept, wakes + wake_if_earlier(conn, qid, task_type, min(made_due, default=None), head)
 
 
 def settle_done(
@@ -164,7 +188,8 @@ def settle_done(
 ) -> bool:
     """The common settle, whole: when every outcome is a plain "done" of a distinct id, and
     every one still holds its lease on a task neither due nor dead, delete those tasks.
-    Whether it did; if not, nothing was written (run :func:`settle`).
+    Whether it did; if not, nothing was written (run :func:`settle`, and after it did,
+    :func:`slot_freed`).
 
     One statement (settle_drop.sql, all or nothing), which SQLite makes atomic on its own:
     run outside a transaction, its commit is part of its one step.
@@ -179,6 +204,15 @@ def settle_done(
         return False
     params = _drop_params(qid, claims)
     return conn.execute(Q.settle_drop, params).rowcount == len(claims)
+
+
+def slot_freed(conn: sqlite3.Connection, queues: Queues, task_type: str, now_ms: int) -> list[Wake]:
+    """After :func:`settle_done`: the wake-up of a type some claim found at its global
+    concurrency (a slot is free), in one statement that writes nothing otherwise. Were the
+    process to stop between the two, the type's workers would look again at their next
+    lease deadline or idle wake-up, as when a wake-up is lost."""
+    qid = queues.find(conn, task_type)
+    return [] if qid is None else gates.settled(conn, qid, task_type, None, now_ms)
 
 
 def _plain_done(outcome: Outcome) -> bool:

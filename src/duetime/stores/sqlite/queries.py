@@ -69,6 +69,13 @@ class Queries:
     finished_at: str
     mark_finished: str
     trim_finished: str
+    gate_read: str
+    count_running: str
+    gate_took: str
+    gate_woken: str
+    hold: str
+    set_paused: str
+    paused_types: str
 
 
 Q = load_statements("duetime.stores.sqlite", Queries, str.strip)

@@ -22,9 +22,11 @@ from duetime.stores.base import (
     check_claim_arguments,
 )
 from duetime.stores.conditional import Answer, Condition, check_conditions
+from duetime.stores.gating import Gate
 from duetime.stores.sqlite import conditional, leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database, map_error
+from duetime.stores.sqlite.gates import SqliteGates
 from duetime.stores.sqlite.telemetry import SqliteTelemetry
 from duetime.stores.telemetry import Telemetry
 
@@ -41,7 +43,7 @@ NORMAL_WARNING = (
 )
 
 
-class SqliteStore:
+class SqliteStore(SqliteGates):
     """A :class:`~duetime.stores.base.Store` in one SQLite file, shared by processes.
 
     The file is in WAL mode; every write is one ``BEGIN IMMEDIATE`` transaction, retried
@@ -248,9 +250,10 @@ class SqliteStore:
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        gate: Gate | None = None,
     ) -> ClaimBatch:
         """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
-        lookahead_ms``, in one transaction.
+        lookahead_ms`` as the type's gates allow, in one transaction.
 
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
@@ -267,6 +270,7 @@ class SqliteStore:
             max_stalls,
             at_most_once,
             lookahead_ms,
+            gate,
         )
 
     async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
@@ -280,13 +284,16 @@ class SqliteStore:
         if not outcomes:
             return []
         for o in outcomes:
-            if o.op in ("next", "retry", "release") and o.due_ms is None:
+            if o.op in ("next", "retry", "release", "hold") and o.due_ms is None:
                 raise StoreRefused(f"bad arguments: {o.op} needs a due time")
         queues, now = self._queues, int(now_ms)
 
         def job(db: Database) -> tuple[list[bool], list[ops.Wake]]:
             if db.autocommit(leases.settle_done, queues, task_type, outcomes):
-                return [True] * len(outcomes), []  # no task made due: no wake-ups
+                # No task made due; a slot may be free (global_concurrency).
+                return [True] * len(outcomes), db.autocommit(
+                    leases.slot_freed, queues, task_type, now
+                )
             return db.write(leases.settle, queues, task_type, outcomes, now)
 
         kept, wakes = await self._on_thread("settle", job)

@@ -1,4 +1,6 @@
--- claim: lease the earliest due tasks of a type, up to a limit, in one statement. Rows
+-- claim: lease the earliest due tasks of a type, up to a limit, in one statement, unless the
+-- type is paused or held (its queue's gates: then it takes none; a type with a rate or a
+-- global concurrency is claimed by claim_gated.sql). Rows
 -- another claim holds are skipped (FOR UPDATE SKIP LOCKED), so claimers of one type do
 -- not wait for each other. Each picked task moves from due to running with a new
 -- fencing token and the lease deadline; claiming an id whose earlier run still holds a
@@ -15,7 +17,8 @@ WITH picked AS (
     SELECT id FROM tasks
     WHERE qid = %(qid)s AND due_ms <= %(horizon)s
     ORDER BY due_ms, id
-    LIMIT %(limit)s
+    LIMIT (SELECT CASE WHEN q.paused OR q.hold_ms > %(now)s THEN 0 ELSE %(limit)s END
+           FROM queues AS q WHERE q.qid = %(qid)s)
     FOR UPDATE SKIP LOCKED
 )
 UPDATE tasks AS t
