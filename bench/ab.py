@@ -4,7 +4,7 @@
     python bench/ab.py HEAD WORKTREE --stores redis  # the uncommitted change, before commit
     python bench/ab.py HEAD HEAD                     # the noise floor: a revision against itself
     python bench/ab.py HEAD WORKTREE --quick         # a smoke run, a few seconds
-    python bench/ab.py HEAD HEAD --env-b DUETIME_AB_HISTORY=off  # one build, set two ways
+    python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"rate": "100000/s"}'
     make ab A=d27d428 B=HEAD
 
 Each revision (a commit, a branch, a tag, or WORKTREE for the working tree as it is) is
@@ -12,9 +12,10 @@ installed as a package into a venv of its own, cached under --cache by the packa
 (src/ and pyproject.toml), so a second run reuses the builds. The measuring code is this
 checkout's, for both: this script times, and bench/ab_agent.py, run by each build's own
 interpreter, produces and works. Each revision runs at its own defaults, but for the
-worker's concurrency (1,000) and timeout (none), set as bench/bench.py sets them, and
-what --env-a and --env-b ask of the agent (DUETIME_AB_HISTORY=off: the worker's app keeps
-no run history), given to that side's agents as environment variables.
+worker's concurrency (1,000) and timeout (none), set as bench/bench.py sets them, and for
+the task options --a-options and --b-options give its worker's type (JSON: a cost of an
+option, say flow control's ``rate`` or ``global_concurrency``, measured against the same
+build without it).
 
 Each round runs every workload on every store for both revisions back to back, A then B in
 odd rounds and B then A in even ones, so that what the machine does meanwhile falls on
@@ -50,7 +51,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -121,8 +122,7 @@ class Bench:
         """Run the agent with the build's interpreter, isolated (-I: no PYTHONPATH, no
         script directory on the path), so that it imports the build's duetime."""
         cmd = [str(b.python), "-I", str(AGENT), *map(str, args)]
-        env = {**os.environ, **b.env}
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             sys.stderr.write(proc.stderr)
             raise SystemExit(f"{b.label}: agent {args[0]} exited with {proc.returncode}")
@@ -134,12 +134,16 @@ class Bench:
     def heard(self, text: str) -> None:
         self.said.update(dict.fromkeys(line for line in text.splitlines() if line.strip()))
 
-    def start_worker(self, b: Build, url: str, ns: str, n: int) -> Worker:
+    def start_worker(
+        self, b: Build, url: str, ns: str, n: int, options: dict[str, Any] | None = None
+    ) -> Worker:
         out = self.tmp / f"{ns}.json"
         cmd = [str(b.python), "-I", str(AGENT), "worker", url, ns, str(n), str(out)]
+        cmd.append(str(self.concurrency))
+        if options:  # only then: a build without the options is run as it always was
+            cmd.append(json.dumps(options))
         with open(f"{out}.err", "wb") as err:
-            env = {**os.environ, **b.env}
-            proc = subprocess.Popen([*cmd, str(self.concurrency)], stderr=err, env=env)
+            proc = subprocess.Popen(cmd, stderr=err)
         return Worker(b, proc, out)
 
     def finish(self, worker: Worker, timeout: float) -> dict[str, Any]:
@@ -159,13 +163,13 @@ class Bench:
             path.unlink(missing_ok=True)
         return data
 
-    def w1(self, b: Build, store: str, ns: str) -> dict[str, float]:
+    def w1(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         return {"w1_per_s": self.agent(b, "w1", self.url(store, ns), ns, self.sizes.w1)["per_s"]}
 
-    def w2(self, b: Build, store: str, ns: str) -> dict[str, float]:
+    def w2(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         n, url = self.sizes.w2, self.url(store, ns)
         self.agent(b, "seed", url, ns, n)
-        worker = self.start_worker(b, url, ns, n)
+        worker = self.start_worker(b, url, ns, n, options)
         t_start = time.time()
         data = self.finish(worker, 600)
         times = [s[0] for s in data["samples"]]
@@ -181,9 +185,9 @@ class Bench:
             "w2_cpu_system_us_per_task": (s1 - s0) * per_task,
         }
 
-    def w3(self, b: Build, store: str, ns: str) -> dict[str, float]:
+    def w3(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         s, url = self.sizes, self.url(store, ns)
-        worker = self.start_worker(b, url, ns, s.w3)
+        worker = self.start_worker(b, url, ns, s.w3, options)
         wait_file(Path(f"{worker.out}.ready"), worker.proc, 60)
         produced = self.agent(b, "spread", url, ns, s.w3, s.w3_spread, s.w3_lead)
         data = self.finish(worker, s.w3_spread + s.w3_lead + 60)
@@ -223,9 +227,9 @@ def measure(bench: Bench, builds: dict[str, Build], args: argparse.Namespace) ->
             for workload in args.workloads:
                 for rev in order:
                     ns = f"ab{workload}{uuid.uuid4().hex[:8]}"
-                    run: Callable[[Build, str, str], dict[str, float]] = getattr(bench, workload)
+                    run: Callable[..., dict[str, float]] = getattr(bench, workload)
                     load = os.getloadavg()[0]
-                    figures = run(builds[rev], store, ns)
+                    figures = run(builds[rev], store, ns, args.options[rev])
                     bench.clean(store, ns)
                     record = {"round": rnd, "store": store, "workload": workload, "rev": rev}
                     results.append({**record, **figures, "load_1min": load})
@@ -235,7 +239,11 @@ def measure(bench: Bench, builds: dict[str, Build], args: argparse.Namespace) ->
 
 
 def header(
-    builds: dict[str, Build], sizes: Sizes, results: list[dict[str, Any]], runtimes: dict[str, str]
+    builds: dict[str, Build],
+    sizes: Sizes,
+    results: list[dict[str, Any]],
+    runtimes: dict[str, str],
+    options: dict[str, dict[str, Any]],
 ) -> str:
     loads = [r["load_1min"] for r in results]
     redis_version = subprocess.run(
@@ -253,7 +261,8 @@ def header(
     for rev, b in builds.items():
         versions = ", ".join(f"{d} {b.versions.get(d, '-')}" for d in REPORTED)
         setup = f"; worker set-up: {runtimes[b.name]}" if b.name in runtimes else ""
-        lines.append(f"{rev}: commit {b.commit[:12]}, build {b.key[:12]}; {versions}{setup}")
+        given = f"; task options {json.dumps(options[rev])}" if options.get(rev) else ""
+        lines.append(f"{rev}: commit {b.commit[:12]}, build {b.key[:12]}; {versions}{setup}{given}")
     if builds["A"].versions != builds["B"].versions:
         lines.append("WARNING: the builds' dependencies differ; the ratios include that.")
     return "\n".join(lines)
@@ -274,23 +283,17 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--w3-spread", type=float, help=f"default {FULL.w3_spread:g} s")
     parser.add_argument("--concurrency", type=int, default=1000, help="the worker's, W2 and W3")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 1 round, tiny sizes")
-    for side in ("a", "b"):
+    for rev in ("a", "b"):
         parser.add_argument(
-            f"--env-{side}",
-            action="append",
-            default=[],
-            metavar="NAME=VALUE",
-            help=f"an environment variable for REV_{side.upper()}'s agents (repeatable): "
-            "DUETIME_AB_HISTORY=off",
+            f"--{rev}-options",
+            default="{}",
+            metavar="JSON",
+            help=f"task options of REV_{rev.upper()}'s worker type (W2, W3), e.g. "
+            "'{\"global_concurrency\": 100}'",
         )
     parser.add_argument("--cache", type=Path, default=default_cache(), help="where builds live")
     parser.add_argument("--json", type=Path, help="write every raw figure to this file")
     args = parser.parse_args()
-    for side in ("env_a", "env_b"):
-        pairs = [item.partition("=") for item in getattr(args, side)]
-        if any(not name or not eq for name, eq, _ in pairs):
-            parser.error(f"--{side.replace('_', '-')} takes NAME=VALUE")
-        setattr(args, side, {name: value for name, _, value in pairs})
     args.stores = [s for s in args.stores.split(",") if s]
     args.workloads = [w for w in args.workloads.split(",") if w]
     for store in args.stores:
@@ -299,6 +302,12 @@ def parse() -> argparse.Namespace:
     for workload in args.workloads:
         if workload not in WORKLOADS:
             parser.error(f"unknown workload {workload!r}: {', '.join(WORKLOADS)}")
+    args.options = {}
+    for rev in ("a", "b"):
+        given = json.loads(getattr(args, f"{rev}_options"))
+        if not isinstance(given, dict):
+            parser.error(f"--{rev}-options must be a JSON object")
+        args.options[rev.upper()] = given
     base = QUICK if args.quick else FULL
     args.sizes = Sizes(
         rounds=args.rounds or base.rounds,
@@ -314,8 +323,8 @@ def parse() -> argparse.Namespace:
 def main() -> None:
     args = parse()
     builds = {
-        "A": replace(build(ROOT, args.rev_a, args.cache, sys.executable), env=args.env_a),
-        "B": replace(build(ROOT, args.rev_b, args.cache, sys.executable), env=args.env_b),
+        "A": build(ROOT, args.rev_a, args.cache, sys.executable),
+        "B": build(ROOT, args.rev_b, args.cache, sys.executable),
     }
     with ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="duetime-ab-")))
@@ -330,7 +339,7 @@ def main() -> None:
         print("The agents wrote (each line once):", file=sys.stderr)
         sys.stderr.writelines(f"  {line}\n" for line in bench.said)
     labels = (builds["A"].label, builds["B"].label)
-    print(header(builds, args.sizes, results, bench.runtimes))
+    print(header(builds, args.sizes, results, bench.runtimes, args.options))
     for store in args.stores:
         print()
         print(table(results, store, labels))
@@ -339,6 +348,7 @@ def main() -> None:
             "builds": {rev: {**asdict(b), "python": str(b.python)} for rev, b in builds.items()},
             "sizes": args.sizes._asdict(),
             "concurrency": args.concurrency,
+            "task_options": args.options,
             "results": results,
             "metrics": [m.key for m in METRICS],
         }

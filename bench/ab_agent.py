@@ -10,11 +10,8 @@ every measured revision has (``App(url, namespace=...)``, ``declare``, ``@app.ta
     agent.py w1 URL NS N             one ``schedule`` call per task: JSON on stdout
     agent.py seed URL NS N           N tasks due now, with one ``schedule_many``
     agent.py spread URL NS N SPREAD LEAD   one call per task, due over SPREAD s from LEAD s on
-    agent.py worker URL NS N OUT CONCURRENCY   run N tasks, write their times to OUT
-
-With ``DUETIME_AB_HISTORY=off`` in its environment (``ab.py --env-b ...``), the worker's app
-keeps no run history (``App(history=False)``: a revision without a run history refuses to
-be measured so, rather than measure something else).
+    agent.py worker URL NS N OUT CONCURRENCY [OPTIONS]   run N tasks, write their times to OUT
+                                     (OPTIONS: more task options of the type, as JSON)
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
-import os
 import resource
 import sys
 import time
@@ -105,22 +101,19 @@ def cpu() -> list[float]:
     return [usage.ru_utime, usage.ru_stime]
 
 
-async def worker(url: str, ns: str, n: int, out: str, concurrency: int) -> None:
+async def worker(
+    url: str, ns: str, n: int, out: str, concurrency: int, options: dict[str, Any]
+) -> None:
     """Run a worker until ``n`` tasks ran; write each handler's start and due time, and
     the CPU times at the first and the last handler, to ``out``."""
     started = time.time()
     module, tune_gc, _ = runtime()
-    settings: dict[str, Any] = {}
-    if os.environ.get("DUETIME_AB_HISTORY") == "off":
-        if not hasattr(duetime, "History"):
-            raise SystemExit("DUETIME_AB_HISTORY=off: this revision has no run history")
-        settings["history"] = False
-    app = duetime.App(url, namespace=ns, **settings)
+    app = duetime.App(url, namespace=ns)
     samples: list[tuple[float, float]] = []
     cpus: list[list[float]] = []
     done = asyncio.Event()
 
-    @app.task("bench", concurrency=concurrency, timeout=None)
+    @app.task("bench", concurrency=concurrency, timeout=None, **options)
     async def bench(payload: dict[str, float]) -> None:
         samples.append((time.time(), payload["due"]))
         if len(samples) == 1 or len(samples) == n:
@@ -157,7 +150,8 @@ def main(argv: list[str]) -> None:
         _, _, factory = runtime()
         loop_factory = factory() if factory is not None else None
         with asyncio.Runner(loop_factory=loop_factory) as runner:
-            runner.run(worker(url, ns, n, argv[4], int(argv[5])))
+            options = json.loads(argv[6]) if len(argv) > 6 else {}
+            runner.run(worker(url, ns, n, argv[4], int(argv[5]), options))
         return
     if command == "w1":
         result = asyncio.run(w1(url, ns, n))

@@ -24,7 +24,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 #: The name for the uncommitted working tree (tracked and untracked files that git does not
@@ -61,18 +61,13 @@ class Build:
     key: str
     python: Path
     versions: dict[str, str]
-    #: Environment variables its agents get (``--env-a``, ``--env-b``): a setting the agent
-    #: reads, so that one build can be measured against itself set otherwise.
-    env: dict[str, str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
         short = self.commit[:7]
         if self.name == WORKTREE:
-            label = f"{WORKTREE} ({short}+, build {self.key[:7]})"
-        else:
-            label = self.name if short.startswith(self.name) else f"{self.name} ({short})"
-        return " ".join([label, *(f"{k}={v}" for k, v in sorted(self.env.items()))])
+            return f"{WORKTREE} ({short}+, build {self.key[:7]})"
+        return self.name if short.startswith(self.name) else f"{self.name} ({short})"
 
 
 def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:

@@ -19,6 +19,7 @@ from duetime.errors import (
     LeaseLost,
     NotFound,
     PayloadError,
+    RateLimited,
     Retry,
     ScheduleNotFound,
     SchemaError,
@@ -39,6 +40,7 @@ from duetime.features.pollers.poller import PollContext, Poller
 from duetime.features.telemetry import MinuteCounts, TypeHistory, WorkerInfo
 from duetime.interval import CalendarInterval
 from duetime.model import Backoff, History, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
+from duetime.rate import Rate
 from duetime.sync import SyncClient
 from duetime.tasktype import TaskType
 from duetime.triggers.periodic import deep_merge
@@ -77,6 +79,8 @@ __all__ = [
     "PollContext",
     "Poller",
     "PollerEvents",
+    "Rate",
+    "RateLimited",
     "Reschedule",
     "Retry",
     "RunInfo",

@@ -14,6 +14,8 @@ from duetime.events import Listener
 from duetime.features.cron.calls import CronDecorator
 from duetime.features.expiring.calls import ExpiringCalls
 from duetime.features.expiring.feature import ExpiringFeature
+from duetime.features.flow.calls import FlowCalls
+from duetime.features.flow.feature import FlowFeature
 from duetime.features.history.calls import HistoryCalls
 from duetime.features.history.feature import HistoryFeature
 from duetime.features.history.settings import check_setting
@@ -25,7 +27,7 @@ from duetime.features.telemetry.calls import WatchCalls
 from duetime.features.telemetry.feature import TelemetryFeature
 from duetime.health import DEFAULT_HEALTH_HOST, DEFAULT_HEALTH_INTERVAL, WorkerHealth
 from duetime.model import History, Pacing, TaskOptions, TaskPolicy
-from duetime.tasktype import Handler, TaskType, call_mode
+from duetime.tasktype import Handler, TaskType, call_mode, gate_of
 from duetime.validate import check_name, check_partitions
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ class App(
     KeyEventCalls,
     HistoryCalls,
     WatchCalls,
+    FlowCalls,
     Client,
 ):
     """The registry of task types, cron schedules, expiring groups, pollers and key expiry
@@ -89,6 +92,7 @@ class App(
         registry.add(PollerFeature())
         registry.add(KeyEventFeature())
         registry.add(TelemetryFeature())
+        registry.add(FlowFeature())
         registry.add(HistoryFeature(self.types, history))
 
     # -- task types -------------------------------------------------------------------------
@@ -104,8 +108,10 @@ class App(
         are spread over (on Redis Cluster, several primaries), the same in every process,
         and ``history``: how much of its run history it keeps (a
         :class:`~duetime.History`, True for the defaults, False for none; by default the
-        app's).
-        ``retries`` defaults to 3, or 0 with at-most-once delivery.
+        app's). ``retries`` defaults to 3, or 0 with at-most-once delivery. ``rate``
+        (``"100/s"``, ``"N/m"``, ``"N/h"`` or a :class:`~duetime.Rate`) and
+        ``global_concurrency`` limit the type's starts and runs across every worker (see
+        the flow control guide).
 
         Raises:
             ValidationError: a bad name or option, or a name already registered.
@@ -116,6 +122,7 @@ class App(
         partitions = check_partitions(given.pop("partitions", 1))
         history = check_setting("history", given.pop("history", None))
         policy = TaskPolicy.from_options(**given)
+        gate_of(policy, partitions)  # refused here, at registration, rather than when used
         types = self.types
 
         def register(fn: Handler) -> TaskType:

@@ -22,12 +22,16 @@ Every error duetime raises derives from :class:`DuetimeError`::
       BulkIncomplete              a bulk retry or cancel did the others, but not these tasks
 
 Control signals live apart, because they are not failures of duetime: a handler raises
-:class:`Retry` to ask for another attempt at a given time, or :class:`Abort` to send its task
-to the dead letters at once, without further retries.
+:class:`Retry` to ask for another attempt at a given time, :class:`Abort` to send its task
+to the dead letters at once, without further retries, or :class:`RateLimited` to hold its
+whole task type back for a while (the task waits, counting no attempt)::
+
+    Retry  Abort  RateLimited
 """
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 
 
@@ -249,3 +253,43 @@ class Abort(Exception):
     def __init__(self, reason: str = "aborted by handler") -> None:
         self.reason = reason
         super().__init__(reason)
+
+
+class RateLimited(Exception):
+    """Raised by a handler when what it calls says "too many requests": no worker starts a
+    task of its type until ``after`` has passed (by the store's clock), and this task goes
+    back to due as it was, counting no attempt.
+
+    Args:
+        after: how long the whole type waits: a timedelta, a number of seconds, or an aware
+            datetime to wait until.
+        reason: said in the worker's log.
+
+    Raises:
+        ValidationError: ``after`` is negative, not finite, a naive datetime, or of another
+            type (field ``after``).
+    """
+
+    def __init__(
+        self, after: timedelta | float | datetime = timedelta(0), reason: str = "rate limited"
+    ) -> None:
+        _check_after(after)
+        self.after = after
+        self.reason = reason
+        super().__init__(reason)
+
+
+def _check_after(after: object) -> None:
+    if isinstance(after, datetime):
+        if after.tzinfo is None or after.utcoffset() is None:
+            raise ValidationError("after", "must be timezone-aware (a naive datetime is ambiguous)")
+        return
+    if isinstance(after, timedelta):
+        seconds = after.total_seconds()
+    elif isinstance(after, int | float) and not isinstance(after, bool):
+        seconds = float(after)
+    else:
+        kind = type(after).__name__
+        raise ValidationError("after", f"must be a timedelta, seconds or a datetime, not {kind}")
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValidationError("after", "must be zero or more, and finite")

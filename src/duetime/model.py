@@ -9,6 +9,7 @@ from typing import Any, Literal, TypedDict, Unpack
 from duetime.backoff import backoff_delay
 from duetime.errors import ValidationError
 from duetime.interval import CalendarInterval
+from duetime.rate import Rate, as_rate, check_global_concurrency
 from duetime.validate import as_timedelta, check_int, duration_ms
 
 Delivery = Literal["at_least_once", "at_most_once"]
@@ -78,6 +79,8 @@ class PolicyOptions(TypedDict, total=False):
     lease: timedelta | float
     max_stalls: int
     delivery: Delivery
+    rate: Rate | str | None
+    global_concurrency: int | None
 
 
 class TaskOptions(PolicyOptions, total=False):
@@ -108,6 +111,11 @@ class TaskPolicy:
             it goes to the dead letters.
         delivery: ``at_least_once`` (a task whose worker died runs again) or
             ``at_most_once`` (it goes to the dead letters instead).
+        rate: at most this many starts of the type per period, across every worker
+            (:class:`~duetime.Rate`; ``"100/s"``, ``"N/m"`` or ``"N/h"`` as options give
+            it); None for no limit. Tasks it holds back stay due, counting no attempt.
+        global_concurrency: most handlers of the type running at once across every worker
+            (``concurrency`` still caps each worker); None for no limit.
     """
 
     concurrency: int = DEFAULT_CONCURRENCY
@@ -117,9 +125,14 @@ class TaskPolicy:
     lease: timedelta = DEFAULT_LEASE
     max_stalls: int = DEFAULT_MAX_STALLS
     delivery: Delivery = "at_least_once"
+    rate: Rate | None = None
+    global_concurrency: int | None = None
 
     def __post_init__(self) -> None:
         check_int("concurrency", self.concurrency)
+        if self.rate is not None and not isinstance(self.rate, Rate):
+            raise ValidationError("rate", "must be a duetime.Rate (or, as an option, 'N/s')")
+        check_global_concurrency(self.global_concurrency)
         if not isinstance(self.backoff, Backoff):
             raise ValidationError("backoff", "must be a duetime.Backoff, or a number of seconds")
         if self.timeout is not None:
@@ -139,7 +152,8 @@ class TaskPolicy:
     def from_options(cls, **options: Unpack[PolicyOptions]) -> TaskPolicy:
         """The policy of a task type's options (:class:`PolicyOptions`): numbers are
         seconds, a number or timedelta as ``backoff`` is the same wait before every retry,
-        and ``retries`` defaults to 3, or 0 with at-most-once delivery.
+        ``rate`` may be a string (``"100/s"``, ``"N/m"``, ``"N/h"``), and ``retries``
+        defaults to 3, or 0 with at-most-once delivery.
 
         Raises:
             ValidationError: an option that is not one, or a bad value (naming it).
@@ -153,6 +167,8 @@ class TaskPolicy:
         if "timeout" in given:
             given["timeout"] = as_timedelta("timeout", given["timeout"])
         given["backoff"] = _backoff(given.get("backoff"))
+        if "rate" in given:
+            given["rate"] = as_rate(given["rate"])
         if "lease" in given:
             given["lease"] = as_timedelta("lease", given["lease"]) or DEFAULT_LEASE
         return cls(**given)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from duetime.errors import DuplicateTaskNameError, UnknownTaskType, ValidationError
 from duetime.model import History, Pacing, Reschedule, TaskPolicy
+from duetime.stores.gating import Gate
 from duetime.validate import check_name, check_partitions
 
 Handler = Callable[..., Any]
@@ -56,6 +57,35 @@ def call_mode(fn: Handler, *, cron: bool = False, takes: tuple[str, ...] = ()) -
     raise ValidationError("handler", f"must take {expected}")
 
 
+def gate_of(policy: TaskPolicy, partitions: int = 1) -> Gate | None:
+    """The limits claims of a type with ``policy`` are held to: its rate and global
+    concurrency, or None without either.
+
+    A type over several partitions keeps its gate in each, each holding its share (see
+    ``Gate.share``), so every partition needs a whole running slot and a whole burst.
+
+    Raises:
+        ValidationError: ``global_concurrency`` or the rate's burst below ``partitions``.
+    """
+    rate, most = policy.rate, policy.global_concurrency
+    if rate is None and most is None:
+        return None
+    if most is not None and most < partitions:
+        raise ValidationError(
+            "global_concurrency",
+            f"must be at least partitions ({partitions}): each partition holds a share of it",
+        )
+    if rate is not None and rate.bucket < partitions:
+        raise ValidationError(
+            "rate",
+            f"its burst ({rate.bucket}) must be at least partitions ({partitions}): each "
+            "partition holds a share of it",
+        )
+    if rate is None:
+        return Gate(max_running=most or 0)
+    return Gate(rate.interval_ms, float(rate.bucket), most or 0)
+
+
 @dataclass(eq=False)
 class TaskType:
     """A registered task type: its name, handler, policy and reschedule hook.
@@ -83,9 +113,12 @@ class TaskType:
     scheduler: Callable[..., Awaitable[datetime]] | None = field(default=None, repr=False)
     is_async: bool = field(init=False)
     hook_takes_ctx: bool = field(init=False, default=False)
+    #: The limits its claims are held to across every worker (None without any).
+    gate: Gate | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.is_async = self.handler is not None and inspect.iscoroutinefunction(self.handler)
+        self.gate = gate_of(self.policy, self.partitions)
 
     def args(self, payload: dict[str, Any], ctx: Any) -> tuple[Any, ...]:
         """The arguments the handler is called with."""

@@ -130,6 +130,26 @@ async def test_a_cron_schedule_is_paused_and_resumed(
     assert not info.paused
 
 
+async def test_a_task_type_is_paused_and_resumed_on_every_worker(
+    app: duetime.App, dashboard: Dashboard, page: Page, watched: Watched
+) -> None:
+    await app.schedule("mail", "m1", delay=60)
+    await log_in(page, dashboard)
+    await page.goto(dashboard.url("/types/mail"))
+    await page.get_by_role("button", name="Pause").click()
+    await expect(page.locator("p.done")).to_have_text("mail paused on every worker")
+    assert watched.dialogs == ["Stop every worker starting mail tasks until it is resumed?"]
+    await expect(page.locator("h1 .paused")).to_have_text("paused")
+    assert await app.paused() == {"mail"}
+    await page.goto(dashboard.url("/"))
+    await expect(page.locator('tr[data-type="mail"] .paused')).to_have_text("paused")
+    await page.goto(dashboard.url("/types/mail"))
+    await page.get_by_role("button", name="Resume").click()
+    await expect(page.locator("p.done")).to_have_text("mail resumed")
+    await expect(page.locator("h1 .paused")).to_have_count(0)
+    assert await app.paused() == set()
+
+
 async def test_the_trigger_button_runs_a_cron_schedule_once_now_after_a_confirm(
     app: duetime.App, dashboard: Dashboard, page: Page, watched: Watched
 ) -> None:

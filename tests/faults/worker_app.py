@@ -32,6 +32,11 @@ schedule's name and its occurrence ``<name>@<tick ms>``.
 
 ``--durability replicated`` opens the app with ``durability="replicated"`` (every write
 of the worker, claims and settles included, waits for a replica); ``local`` by default.
+
+Flow control: ``--rate 50/s`` and ``--global-concurrency 3`` are the type's options;
+``--rate-limited <seconds>`` makes the task whose id is ``trigger`` raise
+``RateLimited(after=<seconds>)`` the first time any worker runs it (a marker file in the
+ledger directory, created exclusively, says it did), after its ``start`` line.
 """
 
 from __future__ import annotations
@@ -74,7 +79,35 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--durability", default="local", choices=("local", "replicated"))
     parser.add_argument("--cron", help="a cron schedule of this expression, not a task type")
     parser.add_argument("--overlap", default="skip", choices=("skip", "allow"))
+    parser.add_argument("--rate", help="the type's rate, e.g. 50/s")
+    parser.add_argument("--global-concurrency", type=int, help="the type's global concurrency")
+    parser.add_argument("--rate-limited", type=float, help="trigger raises RateLimited(after=)")
     return parser.parse_args(argv)
+
+
+def first_time(folder: str, name: str) -> bool:
+    """Whether this is the first process to get here for ``name`` (across processes)."""
+    try:
+        os.close(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        return False
+    return True
+
+
+def policy_of(args: argparse.Namespace) -> dict[str, Any]:
+    """The type's options, from the flags."""
+    policy: dict[str, Any] = {
+        "concurrency": args.concurrency,
+        "timeout": args.timeout or None,
+        "retries": args.retries,
+        "lease": timedelta(seconds=args.lease),
+        "max_stalls": args.max_stalls,
+    }
+    if args.rate:
+        policy["rate"] = args.rate
+    if args.global_concurrency:
+        policy["global_concurrency"] = args.global_concurrency
+    return policy
 
 
 def build(args: argparse.Namespace) -> duetime.App:
@@ -98,13 +131,7 @@ def build(args: argparse.Namespace) -> duetime.App:
         )
         os.write(fd, line.encode())
 
-    policy: dict[str, Any] = {
-        "concurrency": args.concurrency,
-        "timeout": args.timeout or None,
-        "retries": args.retries,
-        "lease": timedelta(seconds=args.lease),
-        "max_stalls": args.max_stalls,
-    }
+    policy = policy_of(args)
     if args.expiring is not None:
         group = app.expiring(args.task_type, ttl=args.expiring, **policy)
 
@@ -126,6 +153,10 @@ def build(args: argparse.Namespace) -> duetime.App:
         @declare
         async def work(payload: dict[str, Any], ctx: duetime.Context) -> None:
             note("start", ctx)
+            limited = args.rate_limited
+            if limited is not None and ctx.task_id == "trigger":
+                if first_time(args.ledger, "rate-limited"):
+                    raise duetime.RateLimited(after=limited, reason="429 from the partner")
             if mode == "hang":
                 await asyncio.Event().wait()
             pause = float(payload.get("sleep", default_sleep))

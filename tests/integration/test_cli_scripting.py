@@ -86,9 +86,9 @@ def test_every_command_works_from_a_url_on_any_type(env: dict[str, str]) -> None
     assert isinstance(stats, list)
     assert all(row.pop("recent")["fired"] == 0 for row in stats)  # no worker ran
     assert stats == [
-        {"type": "mail", "due": 0, "running": 0, "dead": 2},
-        {"type": "report", "due": 2, "running": 0, "dead": 0},
-        {"type": "split", "due": 9, "running": 0, "dead": 0},
+        {"type": "mail", "due": 0, "running": 0, "dead": 2, "paused": False},
+        {"type": "report", "due": 2, "running": 0, "dead": 0, "paused": False},
+        {"type": "split", "due": 9, "running": 0, "dead": 0, "paused": False},
     ]
     listed = as_json("ls")
     assert isinstance(listed, list) and len(listed) == 11

@@ -299,6 +299,30 @@ async def test_cron_schedules_pause_and_resume(app: duetime.App) -> None:
     assert not info.paused
 
 
+async def test_a_type_pauses_and_resumes_on_every_worker_from_its_page(app: duetime.App) -> None:
+    await app.schedule("mail", "m1", delay=60)
+    web = create_app(app, token=TOKEN)
+    async with client(web) as anonymous:  # no session: no button, and no change
+        assert 'name="pause-type"' not in (await anonymous.get("/types/mail")).text
+        refused = await anonymous.post("/actions/pause-type?type=mail", headers=SAME)
+        assert refused.status_code == 401 and await app.paused() == set()
+    async with logged_in(web) as c:
+        page = (await c.get("/types/mail")).text
+        assert 'name="pause-type"' in page and 'class="paused"' not in page
+        done = await c.post("/actions/pause-type?type=mail&next=/types/mail", headers=SAME)
+        assert done.status_code == 303 and await app.paused() == {"mail"}
+        page = (await c.get(done.headers["location"])).text
+        assert "mail paused on every worker" in page
+        assert 'class="paused"' in page and 'name="resume-type"' in page
+        overview = (await c.get("/")).text
+        row = overview.split('<tr data-type="mail">', 1)[1].split("</tr>", 1)[0]
+        assert 'class="paused"' in row
+        assert (await c.post("/actions/pause-type?type=nope", headers=SAME)).status_code == 404
+        again = await c.post("/actions/resume-type?type=mail", headers=SAME)
+        assert again.status_code == 303 and await app.paused() == set()
+        assert 'class="paused"' not in (await c.get("/")).text
+
+
 async def test_pollers_and_expiring_groups_have_their_pages(url: str, namespace: str) -> None:
     app = duetime.App(url, namespace=namespace)
     sessions = app.expiring("sessions", ttl=600)

@@ -230,13 +230,13 @@ async def test_a_resent_claim_returns_the_same_claims(store: RedisStore, namespa
 
     k = type_keys(namespace, "mail")
     await store.schedule("mail", [NewTask(f"t{i}", T0, REC) for i in range(3)])
-    keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, "c1")]
+    keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, "c1"), k.gate]
     args = [T0, 2, 1000, 1, "0", 0, 15_000]
 
     first = await store._run("claim_due", keys, args)
     again = await store._run("claim_due", keys, args)  # as if the first reply was lost
 
-    assert again == first and len(first) == 2 + 2 * 5
+    assert again == first and len(first) == 3 + 2 * 5  # next, reaped, open; two claims
     rest = await store.claim(
         "mail", now_ms=T0, limit=10, lease_ms=1000, max_stalls=1, at_most_once=False
     )

@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from duetime.cli import cron, dashboard, history, operate, tasks, worker
+from duetime.cli import cron, dashboard, flow, history, operate, tasks, worker
 from duetime.version import VERSION
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -63,6 +63,8 @@ for command in (
     tasks.list_tasks,
     history.history,
     cron.cron,
+    flow.pause,
+    flow.resume,
     operate.stats,
     operate.workers,
     dashboard.dashboard,

@@ -32,13 +32,15 @@ def stats_options(command: Callable[..., None]) -> Callable[..., None]:
 def stats(minutes: int, **options: Any) -> None:
     """How many tasks of each type are due, running and dead now, and what the workers
     counted over the last --minutes: fired, succeeded, failed, retried, dead-lettered,
-    missed cron ticks, and the p99 of lateness (the bound of its histogram bucket)."""
+    missed cron ticks, and the p99 of lateness (the bound of its histogram bucket); last,
+    whether the type is paused (``duetime pause``)."""
     target = Target.from_options(options)
 
-    async def collect() -> list[tuple[str, dict[State, int], TypeHistory | None]]:
+    async def collect() -> tuple[list[tuple[str, dict[State, int], TypeHistory | None]], set[str]]:
         history = await target.app.recent(minutes)
         stored = await target.all_types()
-        recent = split_names(set(history) - _internal(history))
+        paused = await target.app.paused()
+        recent = split_names((set(history) - _internal(history)) | paused)
         warn_invalid(sorted({*stored.invalid, *recent.invalid}))
         # A type of the history the app does not know (renamed, or another app's on the
         # same store) is read from the store, without being declared on the app.
@@ -47,18 +49,23 @@ def stats(minutes: int, **options: Any) -> None:
         for name in sorted({*stored.names, *recent.names}):
             client = await view.client(name)
             rows.append((name, await client.counts(name), history.get(name)))
-        return rows
+        return rows, paused
 
-    rows = target.run(collect)
+    rows, paused = target.run(collect)
     if target.as_json:
-        emit([{"type": name, **counts, "recent": _recent(h, minutes)} for name, counts, h in rows])
+        emit(
+            [
+                {"type": name, **counts, "paused": name in paused, "recent": _recent(h, minutes)}
+                for name, counts, h in rows
+            ]
+        )
         return
-    click.echo("\t".join(["type", "due", "running", "dead", *KINDS, "p99_ms"]))
+    click.echo("\t".join(["type", "due", "running", "dead", *KINDS, "p99_ms", "paused"]))
     for name, counts, h in rows:
         recent = _recent(h, minutes)
         cells = [name, *(str(counts[s]) for s in ("due", "running", "dead"))]
         cells += [str(recent[k]) for k in KINDS]
-        cells.append(_p99(recent["lateness_p99_ms"]))
+        cells += [_p99(recent["lateness_p99_ms"]), "paused" if name in paused else "-"]
         echo("\t".join(cells))
 
 

@@ -95,10 +95,12 @@ TASK_HEADER = "type\tid\tstate\tdue\tattempts\terror"
 NOT_KEPT = "a finished task is not kept"
 
 
-def task_line(info: TaskInfo) -> str:
-    """One task as ``ls`` prints it, in the columns of :data:`TASK_HEADER`."""
+def task_line(info: TaskInfo, *, paused: bool = False) -> str:
+    """One task as ``ls`` prints it, in the columns of :data:`TASK_HEADER`; a due task of a
+    ``paused`` type shows as ``due (paused)``: it waits for a resume."""
+    state = "due (paused)" if paused and info.state == "due" else info.state
     return (
-        f"{info.task_type}\t{info.task_id}\t{info.state}\t{when(info.due)}\t"
+        f"{info.task_type}\t{info.task_id}\t{state}\t{when(info.due)}\t"
         f"{info.attempts}\t{info.error or '-'}"
     )
 

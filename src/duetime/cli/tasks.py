@@ -358,7 +358,7 @@ def list_tasks(task_type: str | None, state: str, limit: int, **options: Any) ->
     target = Target.from_options(options)
     states = STATES if state == "all" else (cast(State, state),)
 
-    async def collect() -> list[TaskInfo]:
+    async def collect() -> tuple[list[TaskInfo], set[str]]:
         if task_type:
             await target.adopt(task_type)
             names = [task_type]
@@ -366,17 +366,21 @@ def list_tasks(task_type: str | None, state: str, limit: int, **options: Any) ->
             found = await target.all_types()
             warn_invalid(found.invalid)
             names = found.names
-        return [
+        listed = [
             t for name in names for s in states for t in await target.app.list(name, s, limit=limit)
         ]
+        return listed, await target.app.paused()
 
-    rows = target.run(collect)
+    rows, paused = target.run(collect)
     if target.as_json:
-        emit([task_doc(info) for info in rows])
+        emit([{**task_doc(info), "paused": info.task_type in paused} for info in rows])
         return
     click.echo(TASK_HEADER)
     for info in rows:
-        echo(task_line(info))
+        echo(task_line(info, paused=info.task_type in paused))
     if not rows:
         what = "tasks" if state == "all" else f"{state} tasks"
         click.echo(f"no {what}" + (f" of {task_type}" if task_type else ""), err=True)
+    listed = {task_type} if task_type else {info.task_type for info in rows}
+    for name in sorted(paused & listed):
+        click.echo(f"{name} is paused: its due tasks wait for `duetime resume {name}`", err=True)

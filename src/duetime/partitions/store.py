@@ -31,6 +31,7 @@ from duetime.partitions.layout import (
     check_layout,
     part_name,
     partition_of,
+    stored_partitions,
 )
 from duetime.stores.base import (
     STATES,
@@ -44,8 +45,16 @@ from duetime.stores.base import (
     StoredTask,
     WakeCallback,
 )
-from duetime.stores.capabilities import CONDITIONAL, ENTRIES, KEY_EVENTS, RUN_HISTORY, use
+from duetime.stores.capabilities import (
+    CONDITIONAL,
+    ENTRIES,
+    GATES,
+    KEY_EVENTS,
+    RUN_HISTORY,
+    use,
+)
 from duetime.stores.conditional import Answer, Condition
+from duetime.stores.gating import Gate
 from duetime.stores.runs import RunLog, StoredRun
 from duetime.validate import MAX_PARTITIONS
 
@@ -218,15 +227,31 @@ class PartitionedStore:
 
     # -- claims and what carries their tokens ------------------------------------------------
 
-    async def claim(self, task_type: str, *, now_ms: int, limit: int, **options: Any) -> ClaimBatch:
+    async def claim(
+        self,
+        task_type: str,
+        *,
+        now_ms: int,
+        limit: int,
+        gate: Gate | None = None,
+        **options: Any,
+    ) -> ClaimBatch:
         n = self._counts.get(task_type) or await self._n(task_type)
         if n == 1:
-            return await self.inner.claim(task_type, now_ms=now_ms, limit=limit, **options)
+            return await self.inner.claim(
+                task_type, now_ms=now_ms, limit=limit, gate=gate, **options
+            )
         first = next(self._turn) % n
         shares = [limit // n + (1 if (p - first) % n < limit % n else 0) for p in range(n)]
         batches = await asyncio.gather(
             *(
-                self.inner.claim(part_name(task_type, p), now_ms=now_ms, limit=shares[p], **options)
+                self.inner.claim(
+                    part_name(task_type, p),
+                    now_ms=now_ms,
+                    limit=shares[p],
+                    gate=None if gate is None else gate.share(p, n),
+                    **options,
+                )
                 for p in range(n)
             )
         )
@@ -237,7 +262,13 @@ class PartitionedStore:
             for c in batches[p].claims
         ]
         nexts = [b.next_ms for b in batches if b.next_ms is not None]
-        return ClaimBatch(claims, min(nexts, default=None), sum(b.reaped for b in batches))
+        opens = [b.open_ms for b in batches if b.open_ms is not None]
+        return ClaimBatch(
+            claims,
+            min(nexts, default=None),
+            sum(b.reaped for b in batches),
+            min(opens, default=None),
+        )
 
     async def settle(
         self,
@@ -249,7 +280,8 @@ class PartitionedStore:
         """Settle each partition's outcomes there; with ``record`` (the inner store has the
         run history), each partition keeps the runs of its tasks."""
         settle = self.inner.settle if record is None else self._settle_recorded(record)
-        if self._partitions_of(task_type) == 1:
+        n = self._partitions_of(task_type)
+        if n == 1:
             return await settle(task_type, outcomes, now_ms)
         kept = [False] * len(outcomes)
         groups = _by_token(outcomes, lambda o: o.claim)
@@ -258,6 +290,12 @@ class PartitionedStore:
             got = await settle(part_name(task_type, p), inner, now_ms)
             for (place, _), ok in zip(group, got, strict=True):
                 kept[place] = ok
+        # A hold is the whole type's: its settle held its own partition, atomically with the
+        # hand-back; the others get it right after (a claim between the two may start one).
+        holds = [o.due_ms for o, ok in zip(outcomes, kept, strict=True) if ok and o.op == "hold"]
+        if holds:
+            until = max(h for h in holds if h is not None)
+            await self._each(task_type, n, lambda part: use(self.inner, GATES).hold(part, until))
         return kept
 
     def _settle_recorded(self, record: RunLog) -> Callable[..., Any]:
@@ -345,6 +383,30 @@ class PartitionedStore:
         found = {_type_of(part) for part in await self.inner.task_types()}
         found.discard(LAYOUT_TYPE)
         return sorted(found)
+
+    # -- gates ------------------------------------------------------------------------------
+
+    async def _parts(self, task_type: str) -> list[str]:
+        """Every store type a type's gates live in: the type itself, and its partitions,
+        as this process declares them or, for a type it does not know, as stored."""
+        n = self._partitions_of(task_type)
+        n = await self._n(task_type) if n > 1 else await stored_partitions(self.inner, task_type)
+        return [task_type, *(part_name(task_type, p) for p in range(n) if n > 1)]
+
+    async def set_paused(self, task_type: str, paused: bool) -> bool:
+        """Pause or resume every partition (each wakes its workers); whether any changed."""
+        gates = use(self.inner, GATES)
+        parts = await self._parts(task_type)
+        changed = await asyncio.gather(*(gates.set_paused(part, paused) for part in parts))
+        return any(changed)
+
+    async def paused_types(self) -> list[str]:
+        """The paused types, each partitioned one once."""
+        return sorted({_type_of(part) for part in await use(self.inner, GATES).paused_types()})
+
+    async def hold(self, task_type: str, until_ms: int) -> None:
+        gates = use(self.inner, GATES)
+        await asyncio.gather(*(gates.hold(part, until_ms) for part in await self._parts(task_type)))
 
     async def listen(self, on_wake: WakeCallback) -> None:
         await self.inner.listen(lambda task_type, due_ms: on_wake(_type_of(task_type), due_ms))

@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple, Protocol
 
 from duetime.errors import StoreRefused
+from duetime.stores.gating import Gate
 from duetime.stores.runs import RunNote
 
 State = Literal["due", "running", "dead"]
 STATES: tuple[State, ...] = ("due", "running", "dead")
-Op = Literal["done", "next", "retry", "dead", "release"]
+Op = Literal["done", "next", "retry", "dead", "release", "hold"]
 #: When a write returns: once the store has it ("local"), or once a replica has it too.
 Durability = Literal["local", "replicated"]
 DURABILITIES: tuple[Durability, ...] = ("local", "replicated")
@@ -71,14 +72,19 @@ class ClaimBatch:
     """What one claim returns.
 
     Attributes:
-        next_ms: the earliest due time or lease deadline left for the type, or None when
-            nothing is due or running. A worker sleeps until then unless woken.
+        next_ms: the earliest lease deadline left for the type, and the earliest due time
+            unless a gate holds the type's due tasks back (it is paused, held, at its rate
+            or at its global concurrency), or None. A worker sleeps until then unless woken.
         reaped: how many expired leases were handled on the way.
+        open_ms: when a gate that holds due tasks back opens by time (a rate's next start,
+            a handler's hold), or None: while paused or at its global concurrency the
+            worker waits for a wake-up (resume and the settle that frees a slot publish one).
     """
 
     claims: list[Claim]
     next_ms: int | None
     reaped: int = 0
+    open_ms: int | None = None
 
 
 class Outcome(NamedTuple):
@@ -302,9 +308,20 @@ class Store(Protocol):
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        gate: Gate | None = None,
     ) -> ClaimBatch:
         """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
-        lookahead_ms``, atomically.
+        lookahead_ms``, as far as the type's gates allow, atomically.
+
+        The gates: a paused type (:class:`~duetime.stores.capabilities.Gates`) and one
+        held (a ``hold`` outcome) until after ``now_ms`` start nothing; ``gate`` (the
+        type's limits, from its code) caps the starts by its rate (a GCRA whose state the
+        store keeps: each claimed task is a start at ``now_ms``) and the tasks running
+        once reaping is done by ``max_running``. A claim that finds the type at its
+        global concurrency notes it, so that the settle that ends one of its runs wakes
+        the workers. Tasks a gate holds back stay due; nothing about them changes. Without
+        ``gate``, and while the type is neither paused nor held, a claim costs what it did
+        before gates existed (see ``docs/flow.md``).
 
         Reaping sends a task whose lease passed back to due with one more stall, or to the
         dead letters once its stalls exceed ``max_stalls`` (at once with ``at_most_once``).
@@ -324,7 +341,11 @@ class Store(Protocol):
         ends the task (its record goes), ``next`` schedules the next occurrence at
         ``due_ms`` with ``record``, ``retry`` schedules another attempt at ``due_ms`` with
         ``record`` and ``error``, ``dead`` files it in the dead letters with ``record`` and
-        ``error``, ``release`` hands it back to due at ``due_ms`` as it was. A task
+        ``error``, ``release`` hands it back to due at ``due_ms`` as it was, ``hold`` hands
+        it back to due at its claim's due time as it was and holds the whole type until
+        ``due_ms`` (no claim starts any of its tasks before; a later hold wins). The settle
+        that ends a run of a type whose last claim found it at its global concurrency
+        wakes the type's workers. A task
         rescheduled while it ran keeps the new occurrence; a task cancelled while it ran
         stays cancelled. ``dead_id`` also files a dead letter under that id with
         ``dead_record`` and ``error``. ``spawn`` also schedules a new task of the type (a

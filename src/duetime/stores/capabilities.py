@@ -3,8 +3,8 @@ protocol, each a protocol of its own that a store implements or not.
 
 A feature names the capabilities it needs (``Feature.needs``); :func:`require` refuses a
 store without one, naming both. Every store duetime ships has :data:`ENTRIES`,
-:data:`CONDITIONAL`, :data:`SCHEDULE_NAMES`, :data:`TELEMETRY` and :data:`RUN_HISTORY`;
-only Redis has :data:`KEY_EVENTS`.
+:data:`CONDITIONAL`, :data:`SCHEDULE_NAMES`, :data:`TELEMETRY`, :data:`GATES` and
+:data:`RUN_HISTORY`; only Redis has :data:`KEY_EVENTS`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 from duetime.errors import ConfigError
 from duetime.stores.base import ClaimBatch, NewTask, Outcome
 from duetime.stores.conditional import Answer, Condition
+from duetime.stores.gating import Gate
 from duetime.stores.runs import RunLog, StoredRun
 from duetime.stores.telemetry import Telemetry
 
@@ -132,6 +133,27 @@ class HasTelemetry(Protocol):
 
 
 @runtime_checkable
+class Gates(Protocol):
+    """A store that keeps a task type's gates: whether it is paused, and until when it is
+    held. Claims read them (``Store.claim``); these calls set them."""
+
+    async def set_paused(self, task_type: str, paused: bool) -> bool:
+        """Pause the type (no claim starts its tasks; those running finish) or resume it,
+        atomically; returns whether that changed anything. Either way wakes the type's
+        workers, so that a paused type stops within a wake-up and a resumed one starts."""
+        ...
+
+    async def paused_types(self) -> list[str]:
+        """The store types of the namespace that are paused, sorted (partitions, named
+        ``<type>#<n>``, included)."""
+        ...
+
+    async def hold(self, task_type: str, until_ms: int) -> None:
+        """No claim starts a task of the type before ``until_ms`` (a later hold the type
+        has already stays), atomically."""
+
+
+@runtime_checkable
 class RunHistory(Protocol):
     """A store that keeps a history of finished runs per task type, written with the
     settles (and the claims that reap expired leases), so that it costs no round trip of
@@ -167,6 +189,7 @@ class RunHistory(Protocol):
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        gate: Gate | None = None,
         record: RunLog | None = None,
     ) -> ClaimBatch:
         """:meth:`~duetime.stores.base.Store.claim`, and with ``record``, in the same atomic
@@ -216,6 +239,9 @@ SCHEDULE_NAMES: Capability[ScheduleNames] = Capability(
 )
 TELEMETRY: Capability[HasTelemetry] = Capability(
     "telemetry (heartbeats and per-minute counts)", HasTelemetry, "a store with telemetry"
+)
+GATES: Capability[Gates] = Capability(
+    "gates (pause and hold a task type)", Gates, "a store that keeps a type's gates"
 )
 RUN_HISTORY: Capability[RunHistory] = Capability(
     "run history", RunHistory, "a store that keeps a history of runs"

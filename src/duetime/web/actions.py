@@ -78,6 +78,18 @@ async def resume_cron(app: App, request: Request) -> str:
     return f"cron schedule {name} resumed"
 
 
+async def pause_type(app: App, request: Request) -> str:
+    client, name = await _type(request)
+    changed = await client.pause(name)
+    return f"{name} paused on every worker" if changed else f"{name} was paused already"
+
+
+async def resume_type(app: App, request: Request) -> str:
+    client, name = await _type(request)
+    changed = await client.resume(name)
+    return f"{name} resumed" if changed else f"{name} was not paused"
+
+
 async def trigger_cron(app: App, request: Request) -> str:
     name = _param(request, "name")
     task_id = await app.trigger_cron(name)
@@ -92,6 +104,8 @@ ACTIONS: dict[str, Action] = {
     "delete-dead": delete_dead,
     "pause-cron": pause_cron,
     "resume-cron": resume_cron,
+    "pause-type": pause_type,
+    "resume-type": resume_type,
     "trigger-cron": trigger_cron,
 }
 

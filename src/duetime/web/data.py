@@ -109,6 +109,8 @@ class TypeRow:
     running: int
     dead: int
     history: TypeHistory | None
+    #: Paused on every worker (``app.pause``).
+    paused: bool = False
 
     @property
     def fired(self) -> int:
@@ -145,11 +147,11 @@ async def counts(type_names: TypeNames, names: list[str]) -> list[dict[State, in
 
 
 async def overview(app: App, type_names: TypeNames) -> Overview:
-    workers, history = await asyncio.gather(app.workers(), app.recent(60))
+    workers, history, paused = await asyncio.gather(app.workers(), app.recent(60), app.paused())
     names = await type_names(workers, history)
     by_type = await counts(type_names, names)
     rows = [
-        TypeRow(name, c["due"], c["running"], c["dead"], history.get(name))
+        TypeRow(name, c["due"], c["running"], c["dead"], history.get(name), name in paused)
         for name, c in zip(names, by_type, strict=True)
     ]
     any_history = next(iter(history.values()), None)
@@ -175,6 +177,8 @@ class Listing:
     tasks: list[TaskInfo]
     page: int
     pages: int
+    #: Paused on every worker (``app.pause``): its due tasks wait for a resume.
+    paused: bool = False
 
 
 async def listing(type_names: TypeNames, name: str, state: State, page: int) -> Listing:
@@ -188,7 +192,8 @@ async def listing(type_names: TypeNames, name: str, state: State, page: int) -> 
     pages = max(1, -(-by_state[state] // PAGE_SIZE))
     page = min(max(page, 1), pages)
     tasks = await client.list(name, state, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-    return Listing(name, state, by_state, tasks, page, pages)
+    paused = name in await client.paused()
+    return Listing(name, state, by_state, tasks, page, pages, paused)
 
 
 async def task(type_names: TypeNames, name: str, task_id: str) -> TaskInfo | None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from duetime.clock import Clock, from_ms, iso
 from duetime.context import Context
-from duetime.errors import SchemaError, ValidationError
+from duetime.errors import RateLimited, SchemaError, ValidationError
 from duetime.events import EventKind, Events, WorkerEvent
 from duetime.record import Record, check_claimed
 from duetime.stores.base import Claim, Outcome, done
@@ -325,6 +325,8 @@ class _Job:
         if isinstance(error, AbortedRun):
             return await self._aborted(error, follow)
         claim, record, policy = self.claim, self.record, self.task_type.policy
+        if isinstance(error, RateLimited):  # no attempt counted: the task waits, as it was
+            return outcome.held(self.task_name, claim, error, self.now_ms())
         failures = record.failures + 1
         text = outcome.describe(error)
         trace = self._run.trace = outcome.trace(error)

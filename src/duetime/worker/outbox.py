@@ -125,6 +125,10 @@ class Outbox:
         )
 
 
+#: Outcomes of runs that did not finish: their tasks went back to due as they were.
+_HANDED_BACK = ("release", "hold")
+
+
 def _settled(name: str, group: list[_Item], kept: list[bool]) -> list[Run]:
     """The runs settled: each leaves its runner's held ones; those kept, but releases (a run
     handed back did not finish), are returned."""
@@ -135,9 +139,9 @@ def _settled(name: str, group: list[_Item], kept: list[bool]) -> list[Run]:
         claim = outcome.claim
         held.pop(claim.token, None)
         if ok:
-            if outcome.op != "release":
+            if outcome.op not in _HANDED_BACK:
                 done.append(run)
-        elif outcome.op != "release":
+        elif outcome.op not in _HANDED_BACK:
             log.warning(
                 "%s/%s: lease lost before its outcome (%s) was kept; another run supersedes it",
                 name,

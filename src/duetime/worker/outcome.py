@@ -1,19 +1,23 @@
 """What follows a run, as the store's Outcome: done, the next occurrence, a retry or the
-dead letters. Pure logic: no clock, no store."""
+dead letters, a hold. Pure logic: no clock, no store (a hold is logged as it is made)."""
 
 from __future__ import annotations
 
+import logging
 import traceback
 from datetime import datetime
 from types import TracebackType
 
-from duetime.errors import Abort, Retry
+from duetime.clock import iso
+from duetime.errors import Abort, RateLimited, Retry
 from duetime.model import TaskPolicy
 from duetime.record import Record
 from duetime.stores.base import Claim, NewTask, Outcome
 from duetime.triggers.base import Next, Trigger
 from duetime.validate import duration_ms, to_ms
 from duetime.validate import occurrence_id as occurrence_id  # its home; named here too
+
+log = logging.getLogger(__name__)
 
 
 def attempt(claim: Claim, record: Record) -> int:
@@ -24,7 +28,7 @@ def attempt(claim: Claim, record: Record) -> int:
 def describe(exc: BaseException) -> str:
     """A failure as a task's error shows it: the reason given, or the exception's type and
     message, as text any store can hold."""
-    if isinstance(exc, Abort | Retry):
+    if isinstance(exc, Abort | Retry | RateLimited):
         return safe_text(str(exc.reason))
     try:
         text = str(exc)
@@ -55,7 +59,7 @@ def trace(exc: BaseException, *, internal: bool = False) -> str | None:
     :data:`TRACE_BYTES` bytes of UTF-8: a longer one keeps its start and its end, with a
     line saying how much was cut between them.
     """
-    if isinstance(exc, Abort | Retry):
+    if isinstance(exc, Abort | Retry | RateLimited):
         return None
     tb = exc.__traceback__ if internal else _handler_frames(exc.__traceback__)
     if tb is None and exc.__cause__ is None and exc.__context__ is None:
@@ -142,6 +146,23 @@ def retry_due(exc: Exception, policy: TaskPolicy, failures: int, now_ms: int) ->
     if isinstance(exc, Retry) and exc.after is not None:
         return now_ms + duration_ms("Retry.after", exc.after, allow_zero=True)
     return now_ms + policy.backoff.delay_ms(failures)
+
+
+def held(task_type: str, claim: Claim, signal: RateLimited, now_ms: int) -> Outcome:
+    """What follows a handler's :class:`~duetime.RateLimited`: the task back to due as it
+    was (no attempt counted), and its whole type held until ``after`` has passed (logged)."""
+    if isinstance(signal.after, datetime):
+        until = to_ms("RateLimited.after", signal.after)
+    else:
+        until = now_ms + duration_ms("RateLimited.after", signal.after, allow_zero=True)
+    log.info(
+        "%s/%s: %s; no task of the type starts before %s (the task waits, no attempt counted)",
+        task_type,
+        claim.id,
+        describe(signal),
+        iso(until),
+    )
+    return Outcome("hold", claim, until)
 
 
 def retries_left(exc: Exception, policy: TaskPolicy, failures: int) -> bool:

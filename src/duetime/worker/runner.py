@@ -29,6 +29,10 @@ from duetime.worker.run import Run, abort_taken
 
 log = logging.getLogger(__name__)
 
+#: The shortest wait for a gate that opens by time: the store gives its opening rounded up
+#: to the millisecond, and the worker's clock may read a fraction before it.
+GATE_MIN_WAIT_MS = 1.0
+
 
 @dataclass(eq=False)
 class TypeRunner:
@@ -54,6 +58,9 @@ class TypeRunner:
     stopping: bool = False
     waiting_for_slot: bool = False
     last_claim_ms: int | None = None  # when a claim last brought tasks (store clock)
+    #: A handler's RateLimited held the type until then (store clock ms): this worker
+    #: claims nothing before, without waiting for the settle that tells the store.
+    held_until_ms: int = 0
 
     def __post_init__(self) -> None:
         policy = self.task_type.policy
@@ -108,6 +115,9 @@ class TypeRunner:
                 self.waiting_for_slot = free <= 0
                 await self.signal.wait()
                 continue
+            if self.held_until_ms and (held := self.held_until_ms - clock.now()) > 0:
+                await self.wait(held / 1000)
+                continue
             limit = min(free, pacing.batch)
             try:
                 batch = await self._claim(store, limit, lookahead_ms)
@@ -126,6 +136,10 @@ class TypeRunner:
             if batch.next_ms is not None:
                 # Wake early enough to claim the next task before it is due.
                 wait_ms = min(idle_ms, batch.next_ms - lookahead_ms - clock.now())
+            if batch.open_ms is not None:
+                # A gate holds due tasks back until then: no look-ahead (the gate counts
+                # starts from the claim), and never a spin on a time just reached.
+                wait_ms = min(wait_ms, max(batch.open_ms - clock.now(), GATE_MIN_WAIT_MS))
             if wait_ms > 0:
                 await self.wait(wait_ms / 1000)
 
@@ -158,6 +172,7 @@ class TypeRunner:
             max_stalls=policy.max_stalls,
             at_most_once=policy.delivery == "at_most_once",
             lookahead_ms=lookahead_ms,
+            gate=task_type.gate,
         )
         if batch.reaped:
             log.info("%s: %d expired leases reaped", task_type.name, batch.reaped)
@@ -211,6 +226,8 @@ class TypeRunner:
     def finish(self, run: Run, outcome: Outcome, started: bool = True) -> None:
         if started:
             self.running -= 1
+        if outcome.op == "hold" and outcome.due_ms is not None:
+            self.held_until_ms = max(self.held_until_ms, outcome.due_ms)
         run.finished = True
         if self.record is not None and outcome[NOTE] is None:  # the history's note rides along
             outcome = note(run, outcome, self.clock.now_ms())

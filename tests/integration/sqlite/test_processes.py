@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import sqlite3
 import sys
 import time
 from datetime import timedelta
@@ -13,8 +15,9 @@ import pytest
 
 import duetime
 from duetime.stores.base import NewTask, Outcome
+from duetime.stores.sqlite import wake
 from duetime.stores.sqlite.store import SqliteStore
-from tests.helpers import running
+from tests.helpers import eventually, running
 from tests.integration.sqlite.support import PAST, REC, ROOT, T0, make_store, url_of
 
 CLAIMER = """
@@ -190,6 +193,47 @@ async def test_a_producer_in_the_same_process_wakes_listen_at_once(
             await listener
         await producer.close()
         await other_ns.close()
+
+
+def _key(path: Path) -> str:
+    return os.path.realpath(path)  # as the store keys its process's listeners
+
+
+async def test_a_wake_up_the_poll_delivered_first_is_not_delivered_again(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    """A writer hands its wake-up to its own process's listeners once its commit is back;
+    on a busy machine the poll may have read that commit first. The wake-up's serial
+    tells them apart: each is delivered once."""
+    path = tmp_path / "duetime.db"
+    wakes = Wakes()
+    listener = asyncio.create_task(store.listen(wakes))
+    producer = make_store(path)
+    await producer.open()
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        await wakes.first()
+        await producer.schedule("job", [NewTask("a", T0, REC)])
+        await eventually(lambda: len(wakes.seen) == 2, 5, "the schedule's wake-up")
+        # A commit whose writer has not yet handed its wake-up over: the poll finds it.
+        conn.execute(
+            "UPDATE duetime_queues SET wake_serial = wake_serial + 1, wake_due_ms = ?"
+            " WHERE namespace = 'ns' AND type = 'job'",
+            (T0 - 5,),
+        )
+        await eventually(lambda: len(wakes.seen) == 3, 5, "the poll's wake-up")
+        (serial,) = conn.execute(
+            "SELECT wake_serial FROM duetime_queues WHERE namespace = 'ns' AND type = 'job'"
+        ).fetchone()
+        wake.notify(_key(path), "ns", [("job", T0 - 5, serial)])  # the writer's, late
+        await asyncio.sleep(0.1)
+        assert [w[:2] for w in wakes.seen[1:]] == [("job", T0), ("job", T0 - 5)]
+    finally:
+        conn.close()
+        listener.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await listener
+        await producer.close()
 
 
 async def test_an_app_and_a_worker_in_one_process_run_a_task_without_waiting_to_poll(

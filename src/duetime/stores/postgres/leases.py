@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from duetime.stores.base import Claim, ClaimBatch, Outcome
+from duetime.stores.base import Claim, ClaimBatch, Outcome, new_claim
+from duetime.stores.gating import Gate, GateState, next_look
 from duetime.stores.history import Newest, crashed, is_plain, pack, row_runs
 from duetime.stores.postgres.conditional import remember_finished
 from duetime.stores.postgres.connection import Conn
@@ -29,13 +30,16 @@ async def claim(
     max_stalls: int,
     at_most_once: bool,
     lookahead_ms: int,
+    gate: Gate | None = None,
     record: RunLog | None = None,
 ) -> ClaimBatch:
     """Reap expired leases at ``now_ms``, then lease up to ``limit`` tasks due by ``now_ms +
-    lookahead_ms``, earliest first (the lease counts from now), in one transaction whose
-    statements go to the server together (a pipeline: one round trip). With ``record``,
-    the runs of the leases reaped are then recorded in the type's history (a statement of
-    their own, after the claim: a claimer that dies in between leaves them out)."""
+    lookahead_ms`` that the type's gates allow, earliest first (the lease counts from now),
+    in one transaction whose statements go to the server together (a pipeline: one round
+    trip). A claim under a rate or a global concurrency locks its queue's row first. With
+    ``record``, the runs of the leases reaped are then recorded in the type's history (a
+    statement of their own, after the claim: a claimer that dies in between leaves them
+    out)."""
     qid = await queues.find(conn, task_type)
     if qid is None:
         return ClaimBatch([], None, 0)
@@ -46,17 +50,28 @@ async def claim(
         "at_most_once": at_most_once,
         "batch": REAP_BATCH,
     }
-    claim_params = {
+    horizon = now_ms + lookahead_ms
+    claim_params: dict[str, object] = {
         "qid": qid,
-        "horizon": now_ms + lookahead_ms,
+        "horizon": horizon,
         "limit": limit,
         "deadline": now_ms + lease_ms,
         "now": now_ms,
     }
+    statement = Q.claim
+    if gate is not None:
+        statement = Q.claim_gated
+        claim_params.update(
+            interval=gate.interval_ms, burst=gate.burst, max_running=gate.max_running
+        )
+    count_running = gate is not None and gate.max_running > 0
     async with conn.pipeline(), conn.transaction():
+        await conn.execute(Q.claim_plan)
+        if gate is not None:
+            await conn.execute(Q.lock_gate, {"qid": qid})
         reaping = await conn.execute(Q.reap, reap_params)
-        leasing = await conn.execute(Q.claim, claim_params) if limit > 0 else None
-        looking = await conn.execute(Q.next_ms, {"qid": qid})
+        leasing = await conn.execute(statement, claim_params) if limit > 0 else None
+        looking = await conn.execute(Q.next_ms, {"qid": qid, "count_running": count_running})
         if record is not None:  # the runs that aged out go, as a worker looks for work
             cutoff = now_ms - record.max_age_ms
             await conn.execute(Q.trim_runs_age, {"qid": qid, "cutoff": cutoff})
@@ -72,14 +87,20 @@ async def claim(
         ]
         if runs:
             await conn.execute(Q.add_runs, _runs(qid, runs, record._replace(worker=""), now_ms))
-    claims = []
+    claims, picked = [], 0
     if leasing is not None:
         rows = sorted(await leasing.fetchall(), key=lambda r: (r[3], r[0]))
-        claims = [Claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
+        claims = [new_claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
+        picked = len(rows)
     row = await looking.fetchone()
     assert row is not None
-    times = [t for t in row if t is not None]
-    return ClaimBatch(claims, min(times, default=None), len(reaped))
+    due, deadline, paused, hold_ms, tat, running = row
+    after = GateState(bool(paused), hold_ms, tat, int(running))
+    held_back = picked < limit and due is not None and due <= horizon
+    next_ms, open_ms = next_look(
+        gate, after, now_ms, held_back=held_back, due_ms=due, lease_ms=deadline
+    )
+    return ClaimBatch(claims, next_ms, len(reaped), open_ms)
 
 
 async def settle(
@@ -107,10 +128,12 @@ async def settle(
     if any(o.unique_ms for o in outcomes):  # runs of tasks scheduled with unique_for
         async with conn.transaction():  # the finishes are remembered with the settle
             kept = await _settle(conn, queues, qid, task_type, outcomes, now_ms, record)
-            ended = [o for o in outcomes if (o.claim.id, o.claim.token) in kept]
+            ended = [o for o in outcomes if kept is None or (o.claim.id, o.claim.token) in kept]
             await remember_finished(conn, qid, ended, now_ms)
     else:
         kept = await _settle(conn, queues, qid, task_type, outcomes, now_ms, record)
+    if kept is None:
+        return [True] * len(outcomes)  # the common settle
     return [(o.claim.id, o.claim.token) in kept for o in outcomes]
 
 
@@ -122,17 +145,30 @@ async def _settle(
     outcomes: Sequence[Outcome],
     now_ms: int,
     record: RunLog | None,
-) -> set[tuple[str, int]]:
+) -> set[tuple[str, int]] | None:
+    """The (id, token) of each outcome kept; None when every one was. With ``record``, the
+    runs of the outcomes kept that carry a note are recorded in the same statement
+    (settle_drop_logged.sql) or transaction (add_runs.sql)."""
     kept: set[tuple[str, int]] = set()
     plain = [o for o in outcomes if o.op == "done" and not o.dead_id and o.spawn is None]
     if record is not None:  # a run other than a plain completion's is a row of its own
         plain = [o for o in plain if o.note is None or is_plain(o.note)]
     if plain:
+        wake = {"now": now_ms, "channel": queues.channel, "type": task_type}
         if record is None:
-            cur = await conn.execute(Q.settle_drop, {"qid": qid, **_claims(plain)})
+            cur = await conn.execute(Q.settle_drop, {"qid": qid, **_claims(plain), **wake})
         else:
-            cur = await conn.execute(Q.settle_drop_logged, _batch(qid, plain, record, now_ms))
-        kept.update((row[0], row[1]) for row in await cur.fetchall())
+            params = {**_batch(qid, plain, record, now_ms), **wake}
+            cur = await conn.execute(Q.settle_drop_logged, params)
+        row = await cur.fetchone()
+        assert row is not None
+        deleted, ids, tokens = row
+        if deleted == len(plain):  # every one kept (their ids are distinct)
+            if len(plain) == len(outcomes):
+                return None  # the common settle: every one kept
+            kept.update((o.claim.id, o.claim.token) for o in plain)
+        else:
+            kept.update(zip(ids or [], tokens or [], strict=True))
     rest = [o for o in outcomes if (o.claim.id, o.claim.token) not in kept]
     if rest:
         async with conn.transaction():
@@ -211,8 +247,10 @@ async def read_runs(
 
 
 async def _settle_rest(
-    conn: Conn, queues: Queues, qid: int, task_type: str, rest: list[Outcome], now_ms: int
+    conn: Conn, queues: Queues, qid: int, task_type: str, given: list[Outcome], now_ms: int
 ) -> set[tuple[str, int]]:
+    # A hold is a release (to the due time it was claimed at) that also holds the type.
+    rest = [o._replace(op="release", due_ms=o.claim.due_ms) if o.op == "hold" else o for o in given]
     params = {
         "qid": qid,
         "now": now_ms,
@@ -246,6 +284,9 @@ async def _settle_rest(
         await write(conn, queues, qid, task_type, list(spawns.values()))
     if vacant:
         await conn.execute(Q.vacate, {"qid": qid, "ids": vacant})
+    holds = [o.due_ms for o in given if o.op == "hold" and (o.claim.id, o.claim.token) in kept]
+    if holds:
+        await conn.execute(Q.hold, {"until": max(h for h in holds if h is not None), "qid": qid})
     return kept
 
 

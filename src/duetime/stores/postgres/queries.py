@@ -44,6 +44,7 @@ class Queries:
     reap: bytes
     vacate: bytes
     claim: bytes
+    claim_plan: bytes
     settle_drop: bytes
     settle_drop_logged: bytes
     add_runs: bytes
@@ -66,6 +67,11 @@ class Queries:
     finished_at: bytes
     mark_finished: bytes
     trim_finished: bytes
+    lock_gate: bytes
+    claim_gated: bytes
+    set_paused: bytes
+    paused_types: bytes
+    hold: bytes
 
 
 def strip(text: str) -> bytes:

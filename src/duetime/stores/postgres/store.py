@@ -19,8 +19,9 @@ from duetime.stores.base import (
     check_claim_arguments,
 )
 from duetime.stores.conditional import Answer, Condition, check_conditions
+from duetime.stores.gating import Gate
 from duetime.stores.history import check_log
-from duetime.stores.postgres import conditional, leases, ops, wake
+from duetime.stores.postgres import conditional, gates, leases, ops, wake
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
 from duetime.stores.postgres.connection import Conn, Database, read_settings
 from duetime.stores.postgres.queries import Q
@@ -202,10 +203,12 @@ class PostgresStore:
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        gate: Gate | None = None,
         record: RunLog | None = None,
     ) -> ClaimBatch:
         """Reap expired leases (with ``record``, recording their runs), then lease up to
-        ``limit`` tasks due by ``now_ms + lookahead_ms``, in one transaction.
+        ``limit`` tasks due by ``now_ms + lookahead_ms`` as the type's gates allow, in one
+        transaction.
 
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
@@ -225,6 +228,7 @@ class PostgresStore:
                 max_stalls,
                 at_most_once,
                 lookahead_ms,
+                gate,
                 record,
             ),
         )
@@ -242,7 +246,7 @@ class PostgresStore:
             return []
         check_log(record)
         for o in outcomes:
-            if o.op in ("next", "retry", "release") and o.due_ms is None:
+            if o.op in ("next", "retry", "release", "hold") and o.due_ms is None:
                 raise StoreRefused(f"bad arguments: {o.op} needs a due time")
         q = self._queues
         return await self._run(
@@ -259,6 +263,22 @@ class PostgresStore:
         return await self._run(
             "extend", lambda c: leases.extend(c, q, task_type, claims, deadline_ms)
         )
+
+    # -- gates ------------------------------------------------------------------------------
+
+    async def set_paused(self, task_type: str, paused: bool) -> bool:
+        """Pause or resume a type, and wake its workers; whether that changed anything."""
+        q = self._queues
+        return await self._run("set_paused", lambda c: gates.set_paused(c, q, task_type, paused))
+
+    async def paused_types(self) -> list[str]:
+        """The namespace's paused types, sorted."""
+        return await self._run("paused_types", lambda c: gates.paused_types(c, self._queues))
+
+    async def hold(self, task_type: str, until_ms: int) -> None:
+        """No claim of the type starts a task before ``until_ms``."""
+        q = self._queues
+        await self._run("hold", lambda c: gates.hold(c, q, task_type, until_ms))
 
     # -- expiring entries -----------------------------------------------------------------
 

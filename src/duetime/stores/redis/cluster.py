@@ -288,6 +288,14 @@ async def key_expiries(
         await asyncio.gather(*listening.values(), return_exceptions=True)
 
 
+def _cancel_swallowed() -> bool:
+    """Whether this task was cancelled and the call it awaited returned all the same: on
+    Python 3.11, redis-py's timed read of a shard channel can swallow a cancellation (its
+    ``asyncio.wait_for``), which would keep a stopping worker waiting for the next poll."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _node_options(client: RedisCluster) -> dict[str, Any]:
     """The credentials and TLS of the cluster client's connections, for a plain client."""
     kwargs = client.connection_kwargs
@@ -331,6 +339,8 @@ async def listen_sharded(
                 message = await pubsub.get_sharded_message(
                     ignore_subscribe_messages=True, timeout=SHARDED_POLL_SECONDS
                 )
+                if _cancel_swallowed():
+                    raise asyncio.CancelledError
                 if message is not None and message.get("type") in (b"smessage", "smessage"):
                     wake.dispatch(message.get("data"), on_wake)
         except (rexc.RedisError, OSError, AttributeError) as exc:

@@ -91,6 +91,8 @@ def settle_args(o: Outcome, recorded: bool = False) -> tuple[Any, ...]:
         args: tuple[Any, ...] = ("done", c.id, c.token)
     elif o.op == "release":
         args = ("release", c.id, c.token, o.due_ms)
+    elif o.op == "hold":  # back to due as it was claimed, and the type held until due_ms
+        args = ("hold", c.id, c.token, c.due_ms, o.due_ms)
     elif o.op == "dead":
         args = ("dead", c.id, c.token, o.record, o.error)
     elif o.op == "next":

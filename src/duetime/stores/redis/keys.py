@@ -20,6 +20,10 @@ Redis Cluster slot and one script may touch them all::
                                       refused
     duetime:{ns:type}:abort     HASH  id -> the token of a run marked to abort (only
                                       while runs are being aborted)
+    duetime:{ns:type}:gate      HASH  the type's gates, each field only while set:
+                                      paused "1", hold <ms> (a handler's RateLimited),
+                                      tat <ms> (its rate's GCRA time), wait "1" (a
+                                      claim found it at its global concurrency)
     duetime:{ns:type}:runs      STREAM  the type's run history, oldest first: an entry
                                       per settle (and per failed run), its id counting
                                       the runs added (see the scripts' preamble)
@@ -40,6 +44,8 @@ Redis Cluster slot and one script may touch them all::
                                       finished (ms), for that window (it expires then)
 
     duetime:{ns}:crons          HASH  cron schedule name -> the task type it lives in
+    duetime:{ns}:paused         SET   the types paused (an index for listings; the gate
+                                      hash of each is what claims read)
     duetime:{ns}:workers        HASH  worker id -> its heartbeat record (JSON)
     duetime:{ns}:workers:until  ZSET  worker id -> when its record lapses (ms)
     duetime:{ns}:minute:<ms>    HASH  "<what>:<type>" -> count, for the minute starting
@@ -76,6 +82,7 @@ class TypeKeys:
     seq: str
     fence: str
     abort: str
+    gate: str
     runs: str
     tally: str
 
@@ -111,6 +118,11 @@ def keyevent_channel(db: int) -> str:
 def cron_index(namespace: str) -> str:
     """The hash of the namespace's cron schedule names and their task types."""
     return f"{PREFIX}:{{{namespace}}}:crons"
+
+
+def paused_index(namespace: str) -> str:
+    """The set of the namespace's paused types (for listings: claims read each type's gate)."""
+    return f"{PREFIX}:{{{namespace}}}:paused"
 
 
 def worker_keys(namespace: str) -> list[str]:

@@ -17,7 +17,7 @@ async def add(
 ) -> str:
     """Give ``name`` to ``task_type`` unless it is taken; the type it belongs to."""
     index = cron_index(namespace)
-    owner = (await _write(client, replicas, ("HSETNX", index, name, task_type), (index, name)))[1]
+    owner = (await write(client, replicas, ("HSETNX", index, name, task_type), (index, name)))[1]
     return wire.text(owner) if owner else task_type
 
 
@@ -25,7 +25,7 @@ async def remove(
     client: Redis, namespace: str, name: str, replicas: tuple[int, int] | None
 ) -> None:
     """Forget ``name``."""
-    await _write(client, replicas, ("HDEL", cron_index(namespace), name))
+    await write(client, replicas, ("HDEL", cron_index(namespace), name))
 
 
 async def read(client: Redis, namespace: str) -> dict[str, str]:
@@ -34,7 +34,7 @@ async def read(client: Redis, namespace: str) -> dict[str, str]:
     return {wire.text(name): wire.text(owner) for name, owner in found.items()}
 
 
-async def _write(
+async def write(
     client: Redis,
     replicas: tuple[int, int] | None,
     command: tuple[Any, ...],

@@ -39,6 +39,8 @@ except ImportError:  # pragma: no cover - hiredis comes with redis[hiredis]
     _hiredis_pack = None
 
 _PREAMBLE = "_preamble.lua"
+#: Shared functions beyond the preamble, put after it in the scripts that use them.
+INCLUDES = {"claim_due": ("_gate.lua",)}
 NAMES = (
     "schedule",
     "schedule_if",
@@ -60,6 +62,8 @@ NAMES = (
     "live_workers",
     "add_counts",
     "read_counts",
+    "pause",
+    "hold",
 )
 
 #: The scripts that only read: no WAIT follows them.
@@ -88,7 +92,8 @@ class Script:
 
 def _load(name: str) -> Script:
     folder = resources.files("duetime.stores.redis") / "lua"
-    source = (folder / _PREAMBLE).read_text() + "\n" + (folder / f"{name}.lua").read_text()
+    parts = (_PREAMBLE, *INCLUDES.get(name, ()), f"{name}.lua")
+    source = "\n".join((folder / part).read_text() for part in parts)
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
 
 

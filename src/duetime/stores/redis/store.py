@@ -26,6 +26,7 @@ from duetime.stores.base import (
     WakeCallback,
     new_claim,
 )
+from duetime.stores.gating import Gate
 from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
@@ -37,6 +38,7 @@ from duetime.stores.redis.connection import (
     errors,
     store_error,
 )
+from duetime.stores.redis.gates import RedisGates
 from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,
@@ -75,7 +77,7 @@ SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
 _FOUND: dict[int, AbortFound] = {0: "missing", 1: "running", 2: "cancelled"}
 
 
-class RedisStore(RedisCapabilities):
+class RedisStore(RedisCapabilities, RedisGates):
     """A :class:`~duetime.stores.base.Store` on one Redis server (or a Cluster, or behind
     Sentinel), with every capability (:mod:`.capabilities`)."""
 
@@ -271,13 +273,19 @@ class RedisStore(RedisCapabilities):
         max_stalls: int,
         at_most_once: bool,
         lookahead_ms: int = 0,
+        gate: Gate | None = None,
         record: RunLog | None = None,
     ) -> ClaimBatch:
         k = self.keys(task_type)
-        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, call_id())]
+        call = call_key(k, call_id())
+        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call, k.gate]
         mode = "1" if at_most_once else "0"
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
-        if record is not None:
+        if gate is not None:
+            args += (repr(gate.interval_ms), repr(gate.burst), gate.max_running)
+        if record is not None:  # the history after the gate's slots, taken or not
+            if gate is None:
+                args += (0, 1, 0)
             keys += (k.runs, k.tally)
             args += log_args(record)
         reply = await self._run("claim_due", keys, args)
@@ -289,9 +297,9 @@ class RedisStore(RedisCapabilities):
             new_claim(
                 text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4])
             )
-            for i in range(2, len(reply), 5)
+            for i in range(3, len(reply), 5)
         ]
-        return ClaimBatch(claims, wire.readable(reply[0]), reply[1])
+        return ClaimBatch(claims, wire.readable(reply[0]), reply[1], wire.readable(reply[2]))
 
     async def settle(
         self,
@@ -303,14 +311,15 @@ class RedisStore(RedisCapabilities):
         k = self.keys(task_type)
         kept: list[bool] = []
         head: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
-        if record is not None:  # the history and its tally are KEYS[8] and KEYS[9]
-            head += ("log", 8, 9, *log_args(record))
+        if record is not None:  # the history and its tally are KEYS[9] and KEYS[10]
+            head += ("log", 9, 10, *log_args(record))
         for start in range(0, len(outcomes), SETTLE_CHUNK):
             chunk = outcomes[start : start + SETTLE_CHUNK]
             # A call key of its own: a resend finds the reply of the first send, and does
-            # not take the outcomes that send kept for lost leases. Then the history's keys,
-            # then the finished keys of tasks scheduled with unique_for.
-            keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, call_id())]
+            # not take the outcomes that send kept for lost leases. Then the type's gate,
+            # the history's keys, the finished keys of tasks scheduled with unique_for.
+            call = call_key(k, call_id())
+            keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call, k.gate]
             if record is not None:
                 keys += (k.runs, k.tally)
             finished = functools.partial(finished_key, k)

@@ -21,8 +21,9 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
-#: Oldest SQLite library with what the store relies on: RETURNING (3.35) and UPDATE ...
-#: FROM (3.33).
+#: Oldest SQLite library with what the store relies on: RETURNING and MATERIALIZED (3.35),
+#: UPDATE ... FROM (3.33). It also needs the JSON functions, built in since 3.38 and an
+#: option before (that every common build turns on): checked as the file opens.
 MIN_SQLITE = (3, 35, 0)
 #: A busy file is retried by this module, not by SQLite's busy handler, whose sleeps grow
 #: to 100 ms: a write holds the lock only briefly, so short jittered waits
@@ -141,6 +142,11 @@ class Database:
                 f"SQLite {sqlite3.sqlite_version} is too old: duetime needs "
                 f"{'.'.join(map(str, MIN_SQLITE))} or newer (RETURNING, UPDATE FROM)"
             )
+        memory = sqlite3.connect(":memory:")  # the library's, whatever the file holds
+        try:
+            check_json(memory)
+        finally:
+            memory.close()
         try:
             conn = connect(config.path)
         except sqlite3.Error as exc:
@@ -252,11 +258,38 @@ class Database:
             raise
         return result
 
+    def autocommit(
+        self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
+    ) -> T:
+        """Run ``fn(conn, ...)``, which writes with one statement at most, outside an
+        explicit transaction: SQLite makes that statement atomic on its own and commits it
+        in the same call, so the store's thread lets go of the GIL once for the write and
+        its commit, where a COMMIT of its own is one more time for the event loop's thread
+        to take the GIL and keep it. Retried as :meth:`write`."""
+        return self.retry(lambda: self._decoding(lambda: fn(self.conn, *args, **kwargs)))
+
     def read(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs
     ) -> T:
         """Run ``fn(conn, ...)`` outside a write transaction (one statement reads a snapshot)."""
         return self.retry(lambda: self._decoding(lambda: fn(self.conn, *args, **kwargs)))
+
+
+def check_json(conn: sqlite3.Connection) -> None:
+    """Check that the SQLite library has its JSON functions (claims and settles hand their
+    batches to SQL as JSON).
+
+    Raises:
+        ConfigError: it has not; the message says which SQLite it is.
+    """
+    try:
+        conn.execute("SELECT json_array_length(json_group_array(1)) FROM json_each('[1]')")
+    except sqlite3.Error as exc:
+        raise ConfigError(
+            f"SQLite {sqlite3.sqlite_version} lacks its JSON functions ({exc}), which duetime "
+            "needs: they are built in since SQLite 3.38 and an option before (JSON1); use a "
+            "Python whose sqlite3 module links an SQLite with them"
+        ) from exc
 
 
 def connect(path: Path) -> sqlite3.Connection:

@@ -1,6 +1,6 @@
 """The SQLite store's run history: the runs a settle or a claim records, in its transaction,
 and the trims that follow; the reads (see ``capabilities.RunHistory`` and
-``migrations/0007_runs.sql``)."""
+``migrations/0008_runs.sql``)."""
 
 from __future__ import annotations
 

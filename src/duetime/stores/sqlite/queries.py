@@ -47,6 +47,7 @@ class Queries:
     take_tokens: str
     lease: str
     settle_read: str
+    settle_read_one: str
     settle_drop: str
     settle_end: str
     file_dead: str
@@ -68,6 +69,13 @@ class Queries:
     finished_at: str
     mark_finished: str
     trim_finished: str
+    gate_read: str
+    count_running: str
+    gate_took: str
+    gate_woken: str
+    hold: str
+    set_paused: str
+    paused_types: str
     expired: str
     add_run: str
     runs_added: str

@@ -44,11 +44,17 @@ class Listener:
 
     def deliver(self, task_type: str, due_ms: int, serial: int) -> None:
         """Call back (in the listener's loop) and remember the serial as delivered (an
-        abort signal's in :attr:`aborts_seen`)."""
+        abort signal's in :attr:`aborts_seen`), unless it was delivered already: a writer in
+        this process hands its wake-up over once its commit is back, and the poll may have
+        read that commit first."""
         if due_ms == ABORT_WAKE_MS:
+            if self.aborts_seen.get(task_type) == serial:
+                return
             self.aborts_seen[task_type] = serial
             log.debug("abort signal: %s/%s (serial %d)", self.namespace, task_type, serial)
             self.call(task_type, due_ms)
+            return
+        if self.seen.get(task_type) == serial:
             return
         self.seen[task_type] = serial
         if log.isEnabledFor(logging.DEBUG):

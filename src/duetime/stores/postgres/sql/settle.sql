@@ -10,7 +10,10 @@
 -- Every SET expression reads the row as it was before this statement. Listeners are
 -- woken when a task made due here comes before every task due before the statement, or
 -- when the earliest of those is due already: a claim running now (for it) may not see
--- this statement's tasks, and would then sleep past them.
+-- this statement's tasks, and would then sleep past them; and, as settle_drop.sql, when a
+-- run ended and a claim found the type at its global concurrency (a slot is free).
+-- The tasks are found by their primary key (= ANY of the ids, an array whose length the
+-- planner does not see), never by a scan of the whole type.
 -- Parameters: %(qid)s, %(now)s, %(channel)s, %(type)s; arrays of one length: %(ids)s,
 -- %(tokens)s, %(ops)s, %(dues)s, %(records)s, %(errors)s.
 -- Returns rows: id, token of each kept outcome, and whether its row is now vacant
@@ -47,7 +50,8 @@ WITH head AS (
     FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(ops)s::text[], %(dues)s::bigint[],
                 %(records)s::text[], %(errors)s::text[])
         AS o (id, token, op, due_ms, record, error)
-    WHERE t.qid = %(qid)s AND t.id = o.id AND t.token = o.token
+    WHERE t.qid = %(qid)s AND t.id = ANY (ARRAY(SELECT unnest(%(ids)s::text[])))
+      AND t.id = o.id AND t.token = o.token
     RETURNING t.id, o.token, t.due_ms IS NULL AND t.dead_ms IS NULL AS vacant,
               CASE WHEN o.op IN ('next', 'retry', 'release') THEN t.due_ms END AS made_due
 ), woken AS (
@@ -55,5 +59,9 @@ WITH head AS (
     FROM (SELECT min(made_due) AS due_ms FROM settled) AS w, head
     WHERE w.due_ms IS NOT NULL
       AND (head.due_ms IS NULL OR w.due_ms < head.due_ms OR head.due_ms <= %(now)s)
+), freed AS (
+    UPDATE queues SET waiting = false
+    WHERE qid = %(qid)s AND waiting AND EXISTS (SELECT 1 FROM settled)
+    RETURNING pg_notify(%(channel)s, %(now)s || ' ' || %(type)s)
 )
 SELECT id, token, vacant FROM settled WHERE (SELECT count(*) FROM woken) >= 0

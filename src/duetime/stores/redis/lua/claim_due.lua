@@ -1,4 +1,5 @@
--- claim_due: reap expired leases, then lease up to `limit` due tasks of one type.
+-- claim_due: reap expired leases, then lease up to `limit` due tasks of one type, as far
+-- as its gates allow.
 --
 -- Reaping: a running task whose lease deadline has passed goes back to due at the due time
 -- it was claimed at (so it keeps its occurrence, and a series its phase), and its stall
@@ -12,6 +13,11 @@
 -- takes the lease over: the earlier run's outcome will be stale. A due id without a
 -- record is moved to the dead letters with a reason, never dropped.
 --
+-- Gates (see _gate.lua): a paused or held type starts nothing; a rate (`interval`, `burst`)
+-- and a global concurrency (`max running`, counted after reaping) cap the tasks claimed.
+-- Tasks held back stay due. A claim that leaves the type at its global concurrency sets
+-- `wait` in the gate hash. A type without a gate hash and without limits skips all of it.
+--
 -- Resending it is safe: the reply of a call that claimed tasks is kept for a short while
 -- under the call's own key, and a call with that key again returns it, instead of claiming
 -- other tasks while the first ones wait out their lease.
@@ -19,31 +25,42 @@
 -- KEYS[1] due (ZSET id -> due ms), KEYS[2] running (ZSET id -> lease deadline ms),
 -- KEYS[3] data, KEYS[4] lease (HASH id -> "<token>|<due ms>"), KEYS[5] meta, KEYS[6] dead,
 -- KEYS[7] seq (STRING: the last token given out), KEYS[8] this call's key,
--- KEYS[9] the run history and KEYS[10] its tally (optional: with them, an expired lease
--- sent back to due or to the dead letters is recorded as a failed or dead run, and a claim
--- that finds nothing due drops the runs that aged out)
+-- KEYS[9] gate (HASH: the type's gates), KEYS[10] the run history and KEYS[11] its tally
+-- (optional: with them, an expired lease sent back to due or to the dead letters is
+-- recorded as a failed or dead run, and a claim that finds nothing due drops the runs that
+-- aged out)
 -- ARGV[1] now ms, ARGV[2] limit (>= 0), ARGV[3] lease ms (> 0), ARGV[4] max stalls (>= 0),
 -- ARGV[5] "1" for at-most-once delivery, else "0"
 -- ARGV[6] look-ahead ms (>= 0): also claim tasks due this soon; the worker starts each at
 --         its due time (the lease counts from now)
 -- ARGV[7] how long to keep the reply for a resent call, ms
--- ARGV[8..10] with KEYS[9]: the claiming worker (unused: a reaped run's worker is unknown),
---         the most runs kept, their most age (ms): see run_log in the preamble
+-- ARGV[8] the rate's interval between starts, ms (0: no rate), ARGV[9] its burst (>= 1),
+-- ARGV[10] most tasks running at once (0: no limit)
+-- ARGV[11..13] with KEYS[10]: the claiming worker (unused: a reaped run's worker is
+--         unknown), the most runs kept, their most age (ms): see run_log in the preamble
 --
--- Returns {next, reaped, id1, token1, stalls1, due1, record1, id2, ...}:
---   next   the earliest due time or lease deadline left, as a string ('' when none);
---   reaped the number of expired leases handled.
+-- Returns {next, reaped, open, id1, token1, stalls1, due1, record1, id2, ...}:
+--   next   the earliest lease deadline left, and the earliest due time unless a gate
+--          holds due tasks back, as a string ('' when none);
+--   reaped the number of expired leases handled;
+--   open   when a gate holding due tasks back opens by time (a rate, a hold), ms ('' when
+--          none: not held, or paused, or at its global concurrency).
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments, or a token counter
 -- that is not a number. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local meta, dead, seq, call = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local runs, tally = KEYS[9], KEYS[10]
+local meta, dead, seq, call, gate = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local runs, tally = KEYS[10], KEYS[11]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
                         meta, 'hash', dead, 'zset', seq, 'string', call, 'string'})
        or (runs and wrong_type({runs, 'stream', tally or '', 'string'}))
 if bad then
   return {-1, bad}
+end
+-- Its type tells whether the type has gates set: the one read an ungated type pays.
+local gate_kind = redis.call('TYPE', gate)['ok']
+if gate_kind ~= 'none' and gate_kind ~= 'hash' then
+  return {-1, gate}
 end
 local replay = redis.call('GET', call)
 if replay then
@@ -53,10 +70,17 @@ local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local lease_ms, max_stalls = tonumber(ARGV[3]), tonumber(ARGV[4])
 local at_most_once = ARGV[5] == '1'
 local horizon = now and tonumber(ARGV[6] or '0') and now + tonumber(ARGV[6] or '0')
+local interval, burst = tonumber(ARGV[8] or '0'), tonumber(ARGV[9] or '1')
+local max_running = tonumber(ARGV[10] or '0')
 if not (now and limit and lease_ms and max_stalls and horizon) or limit < 0
     or lease_ms <= 0 or horizon < now then
   return {-2, 'now, limit, lease and max stalls must be numbers'}
 end
+if not (interval and burst and max_running) or interval < 0 or burst < 1
+    or max_running < 0 then
+  return {-2, 'the rate and the most running must be numbers, the burst 1 or more'}
+end
+local gated = gate_kind == 'hash' or interval > 0 or max_running > 0
 -- The token counter is checked before any write: INCRBY on a value that is not a number
 -- would fail after the claimed tasks left due.
 local last_token = redis.call('GET', seq)
@@ -69,7 +93,7 @@ if runs then
     return {-2, 'the run history needs its tally'}
   end
   local why
-  log, why = run_log(8)
+  log, why = run_log(11)
   if not log then
     return {-2, why}
   end
@@ -136,12 +160,22 @@ if #crashed > 0 then
   trim_runs(runs, tally, added, log[2], now - log[3], log[3])
 end
 
-local out = {'', #expired}
-local picked = {}
-if limit > 0 then
-  picked = redis.call('ZRANGEBYSCORE', due, '-inf', string.format('%d', horizon), 'WITHSCORES',
-                      'LIMIT', 0, limit)
+local out = {'', #expired, ''}
+local state
+local allowed = limit
+if gated then
+  state = gate_read(gate)
+  if max_running > 0 then
+    state.running = redis.call('ZCARD', running)
+  end
+  allowed = gate_allowance(state, now, limit, interval, burst, max_running)
 end
+local picked = {}
+if allowed > 0 then
+  picked = redis.call('ZRANGEBYSCORE', due, '-inf', string.format('%d', horizon), 'WITHSCORES',
+                      'LIMIT', 0, allowed)
+end
+local started = 0
 if #picked > 0 then
   local ids, dues = {}, {}
   for i = 1, #picked, 2 do
@@ -186,17 +220,41 @@ if #picked > 0 then
     end
     bulk('ZADD', running, zadd)
     bulk('HSET', lease, hset)
+    started = #good
   end
 end
-local remember = #out > 2 and tonumber(ARGV[7] or '0') or 0
-if log and #out == 2 and #crashed == 0 then
-  -- Nothing due: the runs that aged out while nothing was added go, as a worker looks for
-  -- work (a claim that finds work leaves it to the settles).
+local remember = #out > 3 and tonumber(ARGV[7] or '0') or 0
+
+if gated then
+  if started > 0 then
+    state.running = state.running + started
+    if interval > 0 then
+      state.tat = math.max(state.tat or now, now) + started * interval
+      redis.call('HSET', gate, 'tat', string.format('%.6f', state.tat))
+    end
+  end
+  if max_running > 0 and state.running >= max_running then
+    redis.call('HSET', gate, 'wait', '1')
+  end
+  if state.hold and state.hold <= now then  -- over: the gate costs nothing once empty
+    redis.call('HDEL', gate, 'hold')
+    state.hold = nil
+  end
+end
+if log and #out == 3 and #crashed == 0 then
+  -- Nothing claimed: the runs that aged out while nothing was added go, as a worker looks
+  -- for work (a claim that finds work leaves it to the settles).
   trim_aged(runs, now - log[3])
 end
 
 local next_due, next_lease = head_score(due), head_score(running)
-if next_due and next_lease then
+local held_back = gated and #picked / 2 < limit and next_due and tonumber(next_due) <= horizon
+    and gate_allowance(state, now, 1, interval, burst, max_running) == 0
+if held_back then
+  out[1] = next_lease or ''
+  local opens = gate_opens(state, now, interval, burst)
+  out[3] = opens and string.format('%d', opens) or ''
+elseif next_due and next_lease then
   out[1] = tonumber(next_due) <= tonumber(next_lease) and next_due or next_lease
 else
   out[1] = next_due or next_lease or ''

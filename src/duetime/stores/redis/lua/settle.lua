@@ -11,6 +11,9 @@
 --   retry    id token due record err  another attempt of this occurrence
 --   dead     id token record err      the dead letters
 --   release  id token due             back to due (a shutdown hand-back)
+--   hold     id token due until       back to due, as release, and the whole type held
+--                                     until `until` (a handler's RateLimited: the gate
+--                                     hash's hold, unless it holds longer already)
 --   file     id record err            (after one of the above, applied only if that one
 --                                     is kept) also file a dead letter under this id:
 --                                     a failed occurrence of a periodic task
@@ -41,13 +44,16 @@
 -- When the id was rescheduled while it ran (it is in due again), the new occurrence wins:
 -- only the run's end is recorded. When it was cancelled (no record), next, retry, dead and
 -- release write nothing else either: a cancelled task stays cancelled.
+-- A settle that ends runs of a type whose gate hash says a claim found it at its global
+-- concurrency (`wait`) clears that and wakes the type's workers: a slot is free.
 -- Running it twice is harmless: the second time every outcome would be stale, so the reply
 -- of the first is kept for a short while under the call's own key, and a resent call (its
 -- reply was lost) returns it instead of reporting the outcomes it kept as lost.
 --
 -- KEYS[1] due, KEYS[2] running, KEYS[3] data, KEYS[4] lease, KEYS[5] meta, KEYS[6] dead,
--- KEYS[7] this call's key, KEYS[8..] the finished keys that finish ops name, and the run
--- history and its tally that a log op names
+-- KEYS[7] this call's key, KEYS[8] gate (HASH: the type's gates, see _gate.lua),
+-- KEYS[9..] the finished keys that finish ops name, and the run history and its tally
+-- that a log op names
 -- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4] how long to keep the
 -- reply for a resent call (ms), ARGV[5..] ops as above
 --
@@ -56,9 +62,9 @@
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local meta, dead, call = KEYS[5], KEYS[6], KEYS[7]
+local meta, dead, call, gate = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
-                        meta, 'hash', dead, 'zset', call, 'string'})
+                        meta, 'hash', dead, 'zset', call, 'string', gate, 'hash'})
 if bad then
   return {-1, bad}
 end
@@ -72,8 +78,8 @@ if not tonumber(now) or not remember then
 end
 
 -- The fields after each op's name.
-local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, file = 3,
-               spawn = 3, finish = 2, log = 5, ran = 7, ['ran*'] = 2}
+local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, hold = 4,
+               file = 3, spawn = 3, finish = 2, log = 5, ran = 7, ['ran*'] = 2}
 local OUTCOMES = {done = true, failed = true, dead = true, aborted = true}
 local items, ids = {}, {}
 local log, batch, runs, tally
@@ -104,7 +110,7 @@ while i <= #ARGV do
     end
   elseif op == 'log' then
     runs, tally = KEYS[tonumber(ARGV[i + 1]) or 0], KEYS[tonumber(ARGV[i + 2]) or 0]
-    if not (runs and tally) or tonumber(ARGV[i + 1]) < 8 or tonumber(ARGV[i + 2]) < 8 then
+    if not (runs and tally) or tonumber(ARGV[i + 1]) < 9 or tonumber(ARGV[i + 2]) < 9 then
       return {-2, 'log needs the run history and its tally'}
     end
     local wrong = wrong_type({runs, 'stream', tally, 'string'})
@@ -137,7 +143,7 @@ while i <= #ARGV do
     items[#items][op] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]}
   elseif op == 'finish' then
     local key, window = KEYS[tonumber(ARGV[i + 1]) or 0], tonumber(ARGV[i + 2])
-    if #items == 0 or not key or tonumber(ARGV[i + 1]) < 8 or not window or window <= 0 then
+    if #items == 0 or not key or tonumber(ARGV[i + 1]) < 9 or not window or window <= 0 then
       return {-2, 'finish must follow an outcome, with a key and a window'}
     end
     items[#items].finish = {key, ARGV[i + 2]}
@@ -145,6 +151,11 @@ while i <= #ARGV do
     local item = {op = op, id = ARGV[i + 1], token = ARGV[i + 2]}
     if op == 'dead' then
       item.record, item.err = ARGV[i + 3], ARGV[i + 4]
+    elseif op == 'hold' then
+      item.op, item.due, item.hold = 'release', ARGV[i + 3], tonumber(ARGV[i + 4])
+      if not tonumber(item.due) or not item.hold then
+        return {-2, 'hold needs a due time and a time to hold until'}
+      end
     elseif op ~= 'done' then
       item.due, item.record, item.err = ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
       if not tonumber(item.due) then
@@ -163,10 +174,14 @@ end
 local leases = redis.call('HMGET', lease, unpack(ids))
 local moved = redis.call('ZMSCORE', due, unpack(ids))
 local kept, ended, cleared, dropped = {}, {}, {}, {}
+local hold
 for k, item in ipairs(items) do
   kept[k] = lease_token(leases[k]) == item.token and 1 or 0
   if kept[k] == 1 then
     ended[#ended + 1] = item.id
+    if item.hold and (not hold or item.hold > hold) then
+      hold = item.hold
+    end
     if not moved[k] and (item.op == 'done' or item.op == 'next') then
       cleared[#cleared + 1] = item.id
       if item.op == 'done' then
@@ -228,6 +243,16 @@ for k, item in ipairs(items) do
   end
 end
 wake_if_earlier(ARGV[2], ARGV[3], earliest, head)
+if #ended > 0 and redis.call('EXISTS', gate) == 1 then
+  if hold and hold > (tonumber(redis.call('HGET', gate, 'hold') or '') or -math.huge) then
+    redis.call('HSET', gate, 'hold', string.format('%d', hold))
+  end
+  if redis.call('HDEL', gate, 'wait') == 1 then  -- a slot is free: wake the type's workers
+    wake_if_earlier(ARGV[2], ARGV[3], now, nil)
+  end
+elseif hold then
+  redis.call('HSET', gate, 'hold', string.format('%d', hold))
+end
 if log then
   local added = runs_added(runs, tally)
   local before = added

@@ -1,4 +1,4 @@
--- 0007_runs: the run history of each task type.
+-- 0008_runs: the run history of each task type.
 --
 -- duetime_runs: the finished runs of a queue (attempts done, failed, dead or aborted),
 -- written by the settles (and the claims that reap expired leases) in their own

@@ -1,4 +1,4 @@
--- 0006_runs: the run history of each task type.
+-- 0007_runs: the run history of each task type.
 --
 -- runs: the finished runs of a queue (attempts done, failed, dead or aborted), written by
 -- the settles in their own statements (and after the claims that reap expired leases),

@@ -1,0 +1,61 @@
+-- claim_gated: claim.sql for a type with a rate or a global concurrency, after lock_gate.sql
+-- (the same transaction). It takes what the gates allow (the arithmetic of
+-- duetime/stores/gating.py): none while paused or held; under a global concurrency, the
+-- slots left by the tasks holding a lease; under a rate (a GCRA), the starts its time
+-- allows. Then it moves the rate's time on by the tasks it started, and notes when the
+-- type is at its global concurrency (waiting: the settle that ends a run wakes the
+-- workers).
+-- Parameters: %(qid)s, %(horizon)s, %(limit)s, %(deadline)s, %(now)s, %(interval)s (the
+-- rate's ms between starts, 0: none), %(burst)s (>= 1), %(max_running)s (0: none).
+-- Returns rows: as claim.sql.
+WITH gate AS (
+    SELECT q.paused, q.hold_ms,
+           greatest(coalesce(q.tat, %(now)s), %(now)s) AS base,
+           (SELECT count(*) FROM tasks
+            WHERE qid = %(qid)s AND deadline_ms IS NOT NULL AND %(max_running)s > 0) AS running
+    FROM queues AS q
+    WHERE q.qid = %(qid)s
+), allowed AS (
+    SELECT CASE
+               WHEN g.paused OR g.hold_ms > %(now)s THEN 0
+               WHEN %(interval)s > 0
+                    AND g.base - %(now)s > (%(burst)s - 1) * %(interval)s + 1e-6 THEN 0
+               ELSE least(
+                   %(limit)s,
+                   CASE WHEN %(max_running)s > 0
+                        THEN greatest(%(max_running)s - g.running, 0) ELSE %(limit)s END,
+                   CASE WHEN %(interval)s > 0
+                        THEN floor(((%(burst)s - 1) * %(interval)s - (g.base - %(now)s))
+                                   / %(interval)s + 1e-6)::bigint + 1
+                        ELSE %(limit)s END)
+           END AS n,
+           g.base, g.running
+    FROM gate AS g
+), picked AS (
+    SELECT id FROM tasks
+    WHERE qid = %(qid)s AND due_ms <= %(horizon)s
+    ORDER BY due_ms, id
+    LIMIT (SELECT n FROM allowed)
+    FOR UPDATE SKIP LOCKED
+), leased AS (
+    UPDATE tasks AS t
+    SET due_ms = NULL,
+        token = CASE WHEN t.record IS NULL THEN t.token ELSE nextval('tokens') END,
+        claimed_due_ms = CASE WHEN t.record IS NULL THEN t.claimed_due_ms ELSE t.due_ms END,
+        deadline_ms = CASE WHEN t.record IS NULL THEN t.deadline_ms ELSE %(deadline)s END,
+        dead_ms = CASE WHEN t.record IS NULL THEN %(now)s ELSE t.dead_ms END,
+        error = CASE WHEN t.record IS NULL THEN 'no record for this id: moved aside'
+                     ELSE t.error END
+    FROM picked
+    WHERE t.qid = %(qid)s AND t.id = picked.id
+    RETURNING t.id, CASE WHEN t.record IS NULL THEN NULL ELSE t.token END AS token, t.stalls,
+              t.claimed_due_ms, t.record
+), took AS (
+    UPDATE queues AS q
+    SET tat = CASE WHEN %(interval)s > 0 AND s.n > 0 THEN a.base + s.n * %(interval)s
+                   ELSE q.tat END,
+        waiting = q.waiting OR (%(max_running)s > 0 AND a.running + s.n >= %(max_running)s)
+    FROM allowed AS a, (SELECT count(token) AS n FROM leased) AS s
+    WHERE q.qid = %(qid)s
+)
+SELECT id, token, stalls, claimed_due_ms, record FROM leased
