@@ -12,7 +12,9 @@ W2  tasks fired per second by one worker process: N due tasks, a no-op async han
     the worker process's CPU time per task (first to last). --metrics: the worker serves
     Prometheus metrics, to measure what they cost.
 W3  lateness (handler start minus due time): 2,000 tasks spread over 10 s, p50/p99/max.
-W4  store bytes per pending task with a ~100-byte payload (Redis used_memory growth).
+W4  store bytes per pending task with a ~100-byte payload (Redis used_memory growth), and
+    per run kept in the run history (the type's history stream, MEMORY USAGE), for runs
+    settled in batches (a busy worker) and one by one (a worker with one run at a time).
 W5  cron lateness (handler start minus tick): 20 every-second schedules for 30 s (600
     ticks, 20 at each second); --w5-schedules 200 makes a burst of 200 ticks a second.
 
@@ -245,6 +247,52 @@ async def w4(url: str, n: int) -> dict[str, float]:
     return results
 
 
+async def w4_runs(url: str, n: int) -> dict[str, float]:
+    """Bytes per run in the run history: ``n`` plain completions of tasks with short ids
+    ("task-000001"), all due at once (settled in batches, as a busy worker settles) and one
+    at a time (concurrency 1, tasks due a millisecond apart: settles of one or two runs),
+    the type keeping them all; the history stream and its tally, by MEMORY USAGE."""
+    return {
+        f"runs_{label}_bytes_per_run": await _bytes_per_run(url, n, concurrency)
+        for label, concurrency in (("batched", 1000), ("one_by_one", 1))
+    }
+
+
+async def _bytes_per_run(url: str, n: int, concurrency: int) -> float:
+    ns = "w4r" + uuid.uuid4().hex[:8]
+    app = duetime.App(url, namespace=ns, history=duetime.History(keep=n))
+    ran = asyncio.Event()
+    count = 0
+
+    @app.task("bench", concurrency=concurrency, timeout=None)
+    async def bench(payload: dict[str, object]) -> None:
+        nonlocal count
+        count += 1
+        if count == n:
+            ran.set()
+
+    now = datetime.now(UTC)
+    step = timedelta(milliseconds=0 if concurrency > 1 else 1)
+    await app.schedule_many(
+        duetime.Task("bench", f"task-{i:06d}", at=now + i * step, payload=payload(i, 0.0))
+        for i in range(n)
+    )
+    worker = app.worker(monitored=False)
+    running = asyncio.create_task(worker.run())
+    await ran.wait()
+    await asyncio.sleep(0.5)  # the last settles
+    worker.stop()
+    await running
+    kept = len(await app.history("bench", limit=n))
+    client = aredis.Redis.from_url(url)
+    size = 0
+    for kind in ("runs", "tally"):
+        size += await client.memory_usage(f"duetime:{{{ns}:bench}}:{kind}", samples=0) or 0
+    await client.aclose()
+    await app.close()
+    return size / kept
+
+
 async def run_store(name: str, url: str, args: argparse.Namespace, tmp: Path) -> dict[str, object]:
     result: dict[str, object] = {"store": name}
     if "w1" in args.workloads:
@@ -257,7 +305,8 @@ async def run_store(name: str, url: str, args: argparse.Namespace, tmp: Path) ->
         # A server of its own: keys other workloads left with a TTL (claim replies and
         # schedule markers live up to a minute) would expire during it and skew the count.
         with RedisServer() as server:
-            result["w4"] = await w4(server.url, args.w4_n)
+            pending = await w4(server.url, args.w4_n)
+            result["w4"] = {**pending, **await w4_runs(server.url, args.w4_runs_n)}
     if "w5" in args.workloads:
         result["w5"] = await w5(url, args.w5_schedules, args.w5_seconds, tmp)
     return result
@@ -292,6 +341,7 @@ def main() -> None:
     parser.add_argument("--w3-n", type=int, default=2_000)
     parser.add_argument("--w3-spread", type=float, default=10.0)
     parser.add_argument("--w4-n", type=int, default=20_000)
+    parser.add_argument("--w4-runs-n", type=int, default=10_000, help="W4's kept runs")
     parser.add_argument("--w5-schedules", type=int, default=20)
     parser.add_argument("--w5-seconds", type=int, default=30)
     parser.add_argument(

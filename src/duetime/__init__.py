@@ -34,11 +34,12 @@ from duetime.errors import (
 )
 from duetime.features.cron.manage import CronInfo
 from duetime.features.expiring.group import ExpiringGroup
+from duetime.features.history.runs import RunInfo
 from duetime.features.pollers.events import ErrorEvent, PollerEvents, TaskEvent
 from duetime.features.pollers.poller import PollContext, Poller
 from duetime.features.telemetry import MinuteCounts, TypeHistory, WorkerInfo
 from duetime.interval import CalendarInterval
-from duetime.model import Backoff, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
+from duetime.model import Backoff, History, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.rate import Rate
 from duetime.sync import SyncClient
 from duetime.tasktype import TaskType
@@ -64,6 +65,7 @@ __all__ = [
     "DuetimeError",
     "DuplicateTaskNameError",
     "ErrorEvent",
+    "History",
     "ExpiringGroup",
     "InvalidTaskConfigurationError",
     "InvalidTaskConfigurationNameError",
@@ -81,6 +83,7 @@ __all__ = [
     "RateLimited",
     "Reschedule",
     "Retry",
+    "RunInfo",
     "ScheduleNotFound",
     "SchemaError",
     "ScriptError",

@@ -16,6 +16,9 @@ from duetime.features.expiring.calls import ExpiringCalls
 from duetime.features.expiring.feature import ExpiringFeature
 from duetime.features.flow.calls import FlowCalls
 from duetime.features.flow.feature import FlowFeature
+from duetime.features.history.calls import HistoryCalls
+from duetime.features.history.feature import HistoryFeature
+from duetime.features.history.settings import check_setting
 from duetime.features.keyevents.calls import KeyEventCalls
 from duetime.features.keyevents.feature import KeyEventFeature
 from duetime.features.pollers.calls import PollerCalls
@@ -23,7 +26,7 @@ from duetime.features.pollers.feature import PollerFeature
 from duetime.features.telemetry.calls import WatchCalls
 from duetime.features.telemetry.feature import TelemetryFeature
 from duetime.health import DEFAULT_HEALTH_HOST, DEFAULT_HEALTH_INTERVAL, WorkerHealth
-from duetime.model import Pacing, TaskOptions, TaskPolicy
+from duetime.model import History, Pacing, TaskOptions, TaskPolicy
 from duetime.tasktype import Handler, TaskType, call_mode, gate_of
 from duetime.validate import check_name, check_partitions
 
@@ -36,7 +39,16 @@ if TYPE_CHECKING:
 DEFAULT_METRICS_HOST = "127.0.0.1"
 
 
-class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, FlowCalls, Client):
+class App(
+    CronDecorator,
+    ExpiringCalls,
+    PollerCalls,
+    KeyEventCalls,
+    HistoryCalls,
+    WatchCalls,
+    FlowCalls,
+    Client,
+):
     """The registry of task types, cron schedules, expiring groups, pollers and key expiry
     handlers, and the entry point for producers and workers.
 
@@ -56,20 +68,32 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
             ``"replicated"`` (Redis with replicas): once a replica has it too, so that an
             acknowledged write survives the loss of the primary.
         store: a store object to use instead of one made from ``url``.
+        history: how much of its run history each task type keeps (:class:`History`;
+            the default: the last 1,000 runs, for at most 7 days), unless the type says
+            (``@app.task(..., history=...)``); False keeps none.
 
     The store is opened on first use, in the running event loop; ``async with app`` or
     ``await app.close()`` closes it. The calls on tasks (schedule, submit, get, ...) are
     :class:`~duetime.client.Client`'s.
     """
 
-    def __init__(self, url: str | None = None, **settings: Unpack[ClientSettings]) -> None:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        history: History | bool = True,
+        **settings: Unpack[ClientSettings],
+    ) -> None:
         super().__init__(url, **settings)
+        if check_setting("history", history) is None:
+            raise ValidationError("history", "must be a duetime.History, True or False")
         registry = self.registry  # the client's, with its cron schedules
         registry.add(ExpiringFeature())
         registry.add(PollerFeature())
         registry.add(KeyEventFeature())
         registry.add(TelemetryFeature())
         registry.add(FlowFeature())
+        registry.add(HistoryFeature(self.types, history))
 
     # -- task types -------------------------------------------------------------------------
 
@@ -80,11 +104,14 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
         plain ``def`` (run in a thread pool). The options (:class:`~duetime.TaskOptions`)
         are the policy's (:class:`~duetime.TaskPolicy`: ``concurrency``, ``timeout``,
         ``retries``, ``backoff``, ``lease``, ``max_stalls``, ``delivery``), ``pacing``
-        (:class:`~duetime.Pacing`) and ``partitions``: how many hash slots the type's tasks
-        are spread over (on Redis Cluster, several primaries), the same in every process.
-        ``retries`` defaults to 3, or 0 with at-most-once delivery. ``rate`` (``"100/s"``,
-        ``"N/m"``, ``"N/h"`` or a :class:`~duetime.Rate`) and ``global_concurrency`` limit
-        the type's starts and runs across every worker (see the flow control guide).
+        (:class:`~duetime.Pacing`), ``partitions``: how many hash slots the type's tasks
+        are spread over (on Redis Cluster, several primaries), the same in every process,
+        and ``history``: how much of its run history it keeps (a
+        :class:`~duetime.History`, True for the defaults, False for none; by default the
+        app's). ``retries`` defaults to 3, or 0 with at-most-once delivery. ``rate``
+        (``"100/s"``, ``"N/m"``, ``"N/h"`` or a :class:`~duetime.Rate`) and
+        ``global_concurrency`` limit the type's starts and runs across every worker (see
+        the flow control guide).
 
         Raises:
             ValidationError: a bad name or option, or a name already registered.
@@ -93,6 +120,7 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
         given: dict[str, Any] = dict(options)
         pacing = given.pop("pacing", None) or Pacing()
         partitions = check_partitions(given.pop("partitions", 1))
+        history = check_setting("history", given.pop("history", None))
         policy = TaskPolicy.from_options(**given)
         gate_of(policy, partitions)  # refused here, at registration, rather than when used
         types = self.types
@@ -100,6 +128,7 @@ class App(CronDecorator, ExpiringCalls, PollerCalls, KeyEventCalls, WatchCalls, 
         def register(fn: Handler) -> TaskType:
             mode = call_mode(fn, cron=False)
             task_type = TaskType(name, None, policy, pacing, partitions=partitions)
+            task_type.history = history
             task_type.bind(fn, mode)
             task_type.scheduler = types.scheduler
             return types.add(task_type)

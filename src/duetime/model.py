@@ -85,11 +85,14 @@ class PolicyOptions(TypedDict, total=False):
 
 class TaskOptions(PolicyOptions, total=False):
     """Every option of a task type: its policy's, how often a worker claims its tasks
-    (``pacing``: :class:`Pacing`), and how many partitions its tasks are spread over
-    (``partitions``, 1 to 256; every process must give the same number)."""
+    (``pacing``: :class:`Pacing`), how many partitions its tasks are spread over
+    (``partitions``, 1 to 256; every process must give the same number), and how much of
+    its run history it keeps (``history``: a :class:`History`, True for the defaults, False
+    for none; by default the app's)."""
 
     pacing: Pacing | None
     partitions: int
+    history: History | bool | None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,6 +185,39 @@ def _backoff(given: Backoff | timedelta | float | None) -> Backoff:
     if isinstance(given, timedelta | int | float) and not isinstance(given, bool):
         return Backoff.fixed(given)
     raise ValidationError("backoff", "must be a duetime.Backoff, or a number of seconds")
+
+
+#: The runs a type's history keeps unless told: enough to page back through a busy hour,
+#: small enough that a type's history stays a few hundred KB (docs/performance.md, W4).
+DEFAULT_HISTORY_KEEP = 1000
+DEFAULT_HISTORY_MAX_AGE = timedelta(days=7)
+#: The most a type's history may keep: a task's runs are found by walking its type's.
+MAX_HISTORY_KEEP = 1_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class History:
+    """How much of its run history a task type keeps (``App(history=...)``, and per type
+    ``@app.task(..., history=...)``): every run that ends, with its outcome, newest first.
+
+    Attributes:
+        keep: the most runs kept, the newest (1 to 1,000,000; default 1,000).
+        max_age: runs that finished longer ago than this are dropped (a timedelta or a
+            number of seconds; default 7 days).
+    """
+
+    keep: int = DEFAULT_HISTORY_KEEP
+    max_age: timedelta | float = DEFAULT_HISTORY_MAX_AGE
+
+    def __post_init__(self) -> None:
+        if check_int("history.keep", self.keep) > MAX_HISTORY_KEEP:
+            raise ValidationError("history.keep", f"must be at most {MAX_HISTORY_KEEP:,}")
+        duration_ms("history.max_age", self.max_age)
+
+    @property
+    def max_age_ms(self) -> int:
+        """``max_age`` in whole milliseconds."""
+        return duration_ms("history.max_age", self.max_age)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,10 +9,11 @@ from typing import Protocol, TypeVar, Unpack
 
 from duetime.clock import Clock
 from duetime.events import Listener
-from duetime.features.base import Feature
+from duetime.features.base import Feature, WorkerRun
 from duetime.model import TaskOptions
 from duetime.stores.base import Store
 from duetime.stores.capabilities import require
+from duetime.stores.runs import RunLog
 from duetime.tasktype import Handler, TaskType, TaskTypes
 
 F = TypeVar("F", bound=Feature)
@@ -64,6 +65,14 @@ class Registry:
     def __iter__(self) -> Iterator[Feature]:
         """The features, in the order they were registered."""
         return iter(self._features.values())
+
+    def records(self, run: WorkerRun) -> dict[str, RunLog]:
+        """The task types of ``run`` whose runs its settles record in the run history, with
+        where and for how long: what the features say (``Feature.records``)."""
+        found: dict[str, RunLog] = {}
+        for feature in self:
+            found.update(feature.records(run))
+        return found
 
     def check_now(self, client: KnownStore) -> None:
         """:meth:`check_store` now, if ``client``'s store is settled already (given, or

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from duetime.errors import DuplicateTaskNameError, UnknownTaskType, ValidationError
-from duetime.model import Pacing, Reschedule, TaskPolicy
+from duetime.model import History, Pacing, Reschedule, TaskPolicy
 from duetime.stores.gating import Gate
 from duetime.validate import check_name, check_partitions
 
@@ -107,6 +107,8 @@ class TaskType:
     declared: bool = False
     #: How many partitions its tasks are spread over (see :mod:`duetime.partitions.store`).
     partitions: int = 1
+    #: How much of its run history it keeps: a History, False for none, None for the app's.
+    history: History | bool | None = None
     #: The app's ``schedule`` call, for :meth:`schedule`.
     scheduler: Callable[..., Awaitable[datetime]] | None = field(default=None, repr=False)
     is_async: bool = field(init=False)

@@ -125,6 +125,16 @@ def is_occurrence_id(value: str) -> bool:
     return bool(at) and tail.isascii() and tail.isdigit()
 
 
+def occurrence_id(task_id: str, occurrence_ms: int) -> str:
+    """The stable id of an occurrence, ``"<task id>@<due ms>"``. A task that already has
+    such an id (a dead letter filed for an occurrence, an expiry or cron tick handed off, a
+    key event) keeps it, retried or run again: it is never suffixed twice. No id a user
+    picks ends so (:func:`is_occurrence_id`), and a user's id has at most
+    200 bytes, so this id has at most :data:`~duetime.validate.MAX_STORED_ID_BYTES`."""
+    suffix = f"@{occurrence_ms}"
+    return task_id if task_id.endswith(suffix) else task_id + suffix
+
+
 def new_task_id() -> str:
     """A random task id: 12 letters and digits (no leading dash for a shell to misread)."""
     n = secrets.randbits(71)

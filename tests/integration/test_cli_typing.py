@@ -200,7 +200,8 @@ def test_show_of_a_task_that_is_not_there_says_finished_tasks_are_not_kept(
         result = invoke(*args)
         assert result.exit_code == 3, result.output
         assert result.stderr == (
-            "Error: no task mail/gone: not due, running or dead (finished tasks are not kept)\n"
+            "Error: no task mail/gone: not due, running or dead (a finished task is not kept; "
+            "its runs are: duetime history mail gone)\n"
         )
 
 

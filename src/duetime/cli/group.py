@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from duetime.cli import cron, dashboard, flow, operate, tasks, worker
+from duetime.cli import cron, dashboard, flow, history, operate, tasks, worker
 from duetime.version import VERSION
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -61,6 +61,7 @@ for command in (
     tasks.retry,
     tasks.run_now,
     tasks.list_tasks,
+    history.history,
     cron.cron,
     flow.pause,
     flow.resume,

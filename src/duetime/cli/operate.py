@@ -37,7 +37,7 @@ def stats(minutes: int, **options: Any) -> None:
     target = Target.from_options(options)
 
     async def collect() -> tuple[list[tuple[str, dict[State, int], TypeHistory | None]], set[str]]:
-        history = await target.app.history(minutes)
+        history = await target.app.recent(minutes)
         stored = await target.all_types()
         paused = await target.app.paused()
         recent = split_names((set(history) - _internal(history)) | paused)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import shlex
 import sys
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -91,8 +92,7 @@ def task_doc(info: TaskInfo) -> dict[str, Any]:
 #: The columns of ``ls``, printed first (alone when nothing is listed).
 TASK_HEADER = "type\tid\tstate\tdue\tattempts\terror"
 #: What happens to a task that ends: said wherever a task is looked for and not found.
-#: (When a run history is kept, this is the place to say where it is.)
-NOT_KEPT = "finished tasks are not kept"
+NOT_KEPT = "a finished task is not kept"
 
 
 def task_line(info: TaskInfo, *, paused: bool = False) -> str:
@@ -106,8 +106,12 @@ def task_line(info: TaskInfo, *, paused: bool = False) -> str:
 
 
 def no_task(task_type: str, task_id: str) -> NotFoundExit:
-    """The error for a task that is not in the store (exit code 3)."""
-    return NotFoundExit(f"no task {task_type}/{task_id}: not due, running or dead ({NOT_KEPT})")
+    """The error for a task that is not in the store (exit code 3): a finished one is in
+    the run history."""
+    return NotFoundExit(
+        f"no task {task_type}/{task_id}: not due, running or dead ({NOT_KEPT}; its runs "
+        f"are: duetime history {task_type} {shlex.quote(task_id)})"
+    )
 
 
 def cron_state(info: CronInfo) -> str:

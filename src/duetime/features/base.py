@@ -7,13 +7,15 @@ none of them by name: as it is made, it asks each feature which more task types 
 (:meth:`Feature.worker_types`); as it starts, it lets each write what it declares in the
 store and hand back the :class:`~duetime.events.Listener` objects it needs
 (:meth:`Feature.start`): listeners hear the worker's events, run loops of their own and
-finish with it. A feature that needs more of a store than the core protocol names the
-capabilities it needs (:mod:`duetime.stores.capabilities`), checked when the store is known.
+finish with it; and which of its types' runs it records with their outcomes
+(:meth:`Feature.records`: the run history). A feature that needs more of a store than the
+core protocol names the capabilities it needs (:mod:`duetime.stores.capabilities`), checked
+when the store is known.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -21,6 +23,7 @@ from duetime.clock import Clock
 from duetime.events import Listener
 from duetime.stores.base import Store
 from duetime.stores.capabilities import Capability
+from duetime.stores.runs import RunLog
 
 #: What a worker reports of itself: handlers running by type, and when a claim last brought
 #: tasks (store clock ms, or None).
@@ -84,3 +87,10 @@ class Feature:
         """Write what the feature declares for ``run.types`` to the store, and return the
         listeners the worker adds for it (none by default)."""
         return ()
+
+    def records(self, run: WorkerRun) -> Mapping[str, RunLog]:
+        """The task types of ``run.types`` whose runs the worker records in the store's run
+        history (:data:`~duetime.stores.capabilities.RUN_HISTORY`, which the feature then
+        needs) as it settles them, each with where and for how long; none by default.
+        Asked once, as the worker starts."""
+        return {}

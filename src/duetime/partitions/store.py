@@ -45,9 +45,17 @@ from duetime.stores.base import (
     StoredTask,
     WakeCallback,
 )
-from duetime.stores.capabilities import CONDITIONAL, ENTRIES, GATES, KEY_EVENTS, use
+from duetime.stores.capabilities import (
+    CONDITIONAL,
+    ENTRIES,
+    GATES,
+    KEY_EVENTS,
+    RUN_HISTORY,
+    use,
+)
 from duetime.stores.conditional import Answer, Condition
 from duetime.stores.gating import Gate
+from duetime.stores.runs import RunLog, StoredRun
 from duetime.validate import MAX_PARTITIONS
 
 T = TypeVar("T")
@@ -262,15 +270,24 @@ class PartitionedStore:
             min(opens, default=None),
         )
 
-    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
+    async def settle(
+        self,
+        task_type: str,
+        outcomes: Sequence[Outcome],
+        now_ms: int,
+        record: RunLog | None = None,
+    ) -> list[bool]:
+        """Settle each partition's outcomes there; with ``record`` (the inner store has the
+        run history), each partition keeps the runs of its tasks."""
+        settle = self.inner.settle if record is None else self._settle_recorded(record)
         n = self._partitions_of(task_type)
         if n == 1:
-            return await self.inner.settle(task_type, outcomes, now_ms)
+            return await settle(task_type, outcomes, now_ms)
         kept = [False] * len(outcomes)
         groups = _by_token(outcomes, lambda o: o.claim)
         for p, group in groups.items():
             inner = [o._replace(claim=_inner(o.claim)) for _, o in group]
-            got = await self.inner.settle(part_name(task_type, p), inner, now_ms)
+            got = await settle(part_name(task_type, p), inner, now_ms)
             for (place, _), ok in zip(group, got, strict=True):
                 kept[place] = ok
         # A hold is the whole type's: its settle held its own partition, atomically with the
@@ -280,6 +297,14 @@ class PartitionedStore:
             until = max(h for h in holds if h is not None)
             await self._each(task_type, n, lambda part: use(self.inner, GATES).hold(part, until))
         return kept
+
+    def _settle_recorded(self, record: RunLog) -> Callable[..., Any]:
+        settle = use(self.inner, RUN_HISTORY).settle
+
+        async def recorded(task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> Any:
+            return await settle(task_type, outcomes, now_ms, record)
+
+        return recorded
 
     async def extend(
         self, task_type: str, claims: Sequence[Claim], deadline_ms: int
@@ -331,6 +356,27 @@ class PartitionedStore:
             return await self.inner.active_ids(task_type, limit)
         parts = await self._each(task_type, n, lambda part: self.inner.active_ids(part, limit))
         return [task_id for ids in parts for task_id in ids][:limit]
+
+    async def runs(
+        self,
+        task_type: str,
+        *,
+        task_id: str | None = None,
+        limit: int,
+        since_ms: int | None = None,
+    ) -> list[StoredRun]:
+        """The type's newest runs: of the partition of ``task_id`` if given, else of every
+        partition, merged newest first."""
+        inner = use(self.inner, RUN_HISTORY)
+        n = await self._n(task_type)
+        if n == 1 or task_id is not None:
+            part = task_type if task_id is None else await self._by_id(task_type, task_id)
+            return await inner.runs(part, task_id=task_id, limit=limit, since_ms=since_ms)
+        parts = await self._each(
+            task_type, n, lambda part: inner.runs(part, limit=limit, since_ms=since_ms)
+        )
+        merged = heapq.merge(*parts, key=lambda r: -r.finished_ms)
+        return list(itertools.islice(merged, limit))
 
     async def task_types(self) -> list[str]:
         """The types holding a task, each partitioned one once; not ``duetime.layout``."""

@@ -3,8 +3,8 @@ protocol, each a protocol of its own that a store implements or not.
 
 A feature names the capabilities it needs (``Feature.needs``); :func:`require` refuses a
 store without one, naming both. Every store duetime ships has :data:`ENTRIES`,
-:data:`CONDITIONAL`, :data:`SCHEDULE_NAMES`, :data:`TELEMETRY` and :data:`GATES`; only Redis has
-:data:`KEY_EVENTS`.
+:data:`CONDITIONAL`, :data:`SCHEDULE_NAMES`, :data:`TELEMETRY`, :data:`GATES` and
+:data:`RUN_HISTORY`; only Redis has :data:`KEY_EVENTS`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from duetime.errors import ConfigError
-from duetime.stores.base import NewTask
+from duetime.stores.base import ClaimBatch, NewTask, Outcome
 from duetime.stores.conditional import Answer, Condition
+from duetime.stores.gating import Gate
+from duetime.stores.runs import RunLog, StoredRun
 from duetime.stores.telemetry import Telemetry
 
 
@@ -151,6 +153,67 @@ class Gates(Protocol):
         has already stays), atomically."""
 
 
+@runtime_checkable
+class RunHistory(Protocol):
+    """A store that keeps a history of finished runs per task type, written with the
+    settles (and the claims that reap expired leases), so that it costs no round trip of
+    its own.
+
+    A type's history holds, newest first, a run per attempt that ended: done, failed (to be
+    tried again), dead (given up) or aborted. Each write of runs also trims the type's
+    history, in the same atomic step, to the newest ``keep`` runs and to those that finished
+    at most ``max_age_ms`` before the call's ``now_ms``; so does each claim made with the
+    history's settings (to those young enough), so that runs age out while nothing new is
+    recorded. The runs of a type's partitions are kept per partition.
+    """
+
+    async def settle(
+        self,
+        task_type: str,
+        outcomes: Sequence[Outcome],
+        now_ms: int,
+        record: RunLog | None = None,
+    ) -> list[bool]:
+        """:meth:`~duetime.stores.base.Store.settle`, and with ``record``, in the same atomic
+        step, a run in the type's history for each outcome kept that carries a ``note``
+        (by ``record.worker``), the history then trimmed."""
+        ...
+
+    async def claim(
+        self,
+        task_type: str,
+        *,
+        now_ms: int,
+        limit: int,
+        lease_ms: int,
+        max_stalls: int,
+        at_most_once: bool,
+        lookahead_ms: int = 0,
+        gate: Gate | None = None,
+        record: RunLog | None = None,
+    ) -> ClaimBatch:
+        """:meth:`~duetime.stores.base.Store.claim`, and with ``record``, in the same atomic
+        step, a run in the type's history for each expired lease it sends back to due
+        (``failed``) or to the dead letters (``dead``), with the error ``"lease expired"``
+        and no start time or worker (neither is known); a lease that just ends (the task
+        was rescheduled or cancelled while it ran) is not recorded; and the history trimmed."""
+        ...
+
+    async def runs(
+        self,
+        task_type: str,
+        *,
+        task_id: str | None = None,
+        limit: int,
+        since_ms: int | None = None,
+    ) -> list[StoredRun]:
+        """The type's runs, newest first (by the order they were written): at most
+        ``limit`` (over 0), only those of ``task_id`` if given, and only those that
+        finished at or after ``since_ms`` if given. Not atomic across a long history: runs
+        written meanwhile may or may not be in it."""
+        ...
+
+
 P = TypeVar("P")
 
 
@@ -179,6 +242,9 @@ TELEMETRY: Capability[HasTelemetry] = Capability(
 )
 GATES: Capability[Gates] = Capability(
     "gates (pause and hold a task type)", Gates, "a store that keeps a type's gates"
+)
+RUN_HISTORY: Capability[RunHistory] = Capability(
+    "run history", RunHistory, "a store that keeps a history of runs"
 )
 
 

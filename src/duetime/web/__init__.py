@@ -16,7 +16,7 @@ import contextlib
 import json
 import secrets
 from collections.abc import AsyncIterator, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from html import escape
 from importlib import resources
 from typing import Any
@@ -97,7 +97,7 @@ def create_app(
         inf=float("inf"),
         login_form=_login_form,
     )
-    env.filters.update(when=_when, tojson_safe=_json, pretty=_pretty)
+    env.filters.update(when=_when, tojson_safe=_json, pretty=_pretty, took=_took)
     type_names = TypeNames(app)
     routes = [
         # Without a token no change can be made, so the pages offer neither buttons nor login.
@@ -123,6 +123,14 @@ def create_app(
 
 def _when(moment: datetime | None) -> str:
     return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+def _took(span: timedelta | None) -> str:
+    """How long a run took, in ms (or s from 10 s)."""
+    if span is None:
+        return "—"
+    seconds = span.total_seconds()
+    return f"{seconds:.1f} s" if seconds >= 10 else f"{seconds * 1000:g} ms"
 
 
 def _login_form(action: str) -> Markup:

@@ -22,6 +22,7 @@ from duetime.admin.discover import (
 from duetime.app import App
 from duetime.errors import NotFound
 from duetime.features.cron.manage import CronInfo
+from duetime.features.history.runs import RunInfo
 from duetime.features.telemetry import TypeHistory, WorkerInfo
 from duetime.model import TaskInfo
 from duetime.stores.base import State
@@ -81,7 +82,7 @@ class TypeNames:
             return False
         if await self.view.holds(name):
             return True
-        return name in await self(await self.app.workers(), await self.app.history(60))
+        return name in await self(await self.app.workers(), await self.app.recent(60))
 
     async def client(self, name: str) -> App:
         """The app to call about ``name``: the App, or the view's for a type it does not
@@ -146,7 +147,7 @@ async def counts(type_names: TypeNames, names: list[str]) -> list[dict[State, in
 
 
 async def overview(app: App, type_names: TypeNames) -> Overview:
-    workers, history, paused = await asyncio.gather(app.workers(), app.history(60), app.paused())
+    workers, history, paused = await asyncio.gather(app.workers(), app.recent(60), app.paused())
     names = await type_names(workers, history)
     by_type = await counts(type_names, names)
     rows = [
@@ -202,6 +203,22 @@ async def task(type_names: TypeNames, name: str, task_id: str) -> TaskInfo | Non
     return await (await type_names.view.client(name)).get(name, task_id)
 
 
+#: Runs a type's or a task's page shows, the newest.
+RUNS_SHOWN = 20
+#: Runs of a cron schedule its row shows, and how many of its type's it looks among.
+CRON_RUNS_SHOWN = 5
+CRON_RUNS_READ = 200
+
+
+async def runs(type_names: TypeNames, name: str, task_id: str | None = None) -> list[RunInfo]:
+    """The newest runs of ``name`` (of ``task_id``, if given) the run history keeps; none for
+    a type neither the App nor the store knows."""
+    if not await type_names.shows(name):
+        return []
+    client = await type_names.view.client(name)
+    return await client.history(name, task_id, limit=RUNS_SHOWN)
+
+
 @dataclass(frozen=True, slots=True)
 class DeadType:
     name: str
@@ -224,14 +241,27 @@ async def dead_letters(app: App, type_names: TypeNames) -> list[DeadType]:
 class CronRow:
     info: CronInfo
     next_runs: list[datetime]
+    #: The schedule's last runs (its ticks, run in place or handed off), newest first.
+    runs: list[RunInfo]
 
 
-async def crons(app: App) -> list[CronRow]:
+async def crons(app: App, type_names: TypeNames) -> list[CronRow]:
     rows = []
     for info in await app.crons():
         upcoming = [] if info.paused else await app.next_runs(info.name, 3)
-        rows.append(CronRow(info, upcoming))
+        rows.append(CronRow(info, upcoming, await cron_runs(type_names, info)))
     return rows
+
+
+async def cron_runs(type_names: TypeNames, info: CronInfo) -> list[RunInfo]:
+    """The last runs of a schedule: those of its type whose id is its name, or one of its
+    ticks handed off (``"<name>@<tick ms>"``), among the type's newest."""
+    if not await type_names.shows(info.task_type):
+        return []
+    client = await type_names.view.client(info.task_type)
+    found = await client.history(info.task_type, limit=CRON_RUNS_READ)
+    mine = [r for r in found if r.task_id == info.name or r.task_id.startswith(info.name + "@")]
+    return mine[:CRON_RUNS_SHOWN]
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +280,7 @@ class PollerRow:
 
 async def pollers(app: App, type_names: TypeNames) -> list[PollerRow]:
     """The App's pollers (registered in code: a dashboard started with ``--url`` has none)."""
-    history = await app.history(60)
+    history = await app.recent(60)
     rows = []
     for name, poller in sorted(app.pollers.by_name.items()):
         tick = await app.get(tick_type(name), name)
@@ -288,7 +318,7 @@ class GroupRow:
 
 
 async def expiring_groups(app: App) -> list[GroupRow]:
-    history = await app.history(60)
+    history = await app.recent(60)
     rows = []
     for name, group in sorted(app.expiring_groups.items()):
         h = history.get(name)

@@ -38,14 +38,16 @@ async def task_type(app: App, request: Request) -> tuple[str, dict[str, Any]] | 
         state = "due"
     page = _int(request.query_params.get("page"), 1)
     listing = await data.listing(types, name, state, page)  # type: ignore[arg-type]
-    return "type.html", {"listing": listing, "not_found": wanted}
+    runs = await data.runs(types, name)
+    return "type.html", {"listing": listing, "not_found": wanted, "runs": runs}
 
 
 async def task(app: App, request: Request) -> tuple[str, dict[str, Any]]:
     name, task_id = request.query_params.get("type", ""), request.query_params.get("id", "")
     types = request.app.state.types
     info = await data.task(types, name, task_id) if name and task_id else None
-    return "task.html", {"task_type": name, "task_id": task_id, "info": info}
+    runs = await data.runs(types, name, task_id) if name and task_id else []
+    return "task.html", {"task_type": name, "task_id": task_id, "info": info, "runs": runs}
 
 
 async def dead(app: App, request: Request) -> tuple[str, dict[str, Any]]:
@@ -54,7 +56,7 @@ async def dead(app: App, request: Request) -> tuple[str, dict[str, Any]]:
 
 
 async def crons(app: App, request: Request) -> tuple[str, dict[str, Any]]:
-    return "crons.html", {"crons": await data.crons(app)}
+    return "crons.html", {"crons": await data.crons(app, request.app.state.types)}
 
 
 async def pollers(app: App, request: Request) -> tuple[str, dict[str, Any]]:

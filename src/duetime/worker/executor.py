@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from concurrent.futures import Executor as ThreadPool
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
 from duetime.worker.handler import call_handler
+from duetime.worker.notes import done_run
 from duetime.worker.run import AbortedRun, Run, abort_later, aborted_error, ended
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class Executor:
             nothing else.
         grace: seconds an aborted ``async def`` handler gets to clean up before it is
             cancelled again (the worker's grace).
+        noting: the task types whose runs the run history keeps (:mod:`.notes`).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class Executor:
         events: Events,
         app: Client,
         grace: float = 30.0,
+        noting: Collection[str] = (),
     ) -> None:
         self.clock = clock
         self.grace = grace
@@ -76,9 +79,11 @@ class Executor:
         self.events = events
         self.app = app
         # Handlers are timed only for a listener that wants it, and their start noted (one
-        # clock read) only for a listener of finished runs (the minute counter).
+        # clock read, with the occurrence and attempt) only for a listener of finished runs
+        # (the minute counter) or a run history (``noting``).
         self.timed = any(events.wants(k) for k in ("started", "succeeded", "failed"))
-        self.marks = events.wants("finished")
+        self.noted = frozenset(noting)
+        self.marks = bool(noting) or events.wants("finished")
         #: Run one claim and return its outcome (see :meth:`_run`); with DEBUG logging (as
         #: the worker starts), a line for each run too. Chosen once: no cost per task.
         self.run: RunClaim = self._run_logged if log.isEnabledFor(logging.DEBUG) else self._run
@@ -121,16 +126,20 @@ class Executor:
                 # common case and the hot path. What run_once does with a Job, inline (no
                 # coroutine of its own), without a Job unless the handler fails.
                 occurrence = claim.due_ms if record.occurrence_ms is None else record.occurrence_ms
-                ctx = _context(self, task_type, claim, record, occurrence)
+                ctx, unique = _context(self, task_type, claim, record, occurrence), record.unique_ms
                 if self.marks:
                     run.fired_ms = self.clock.now()
                 error: Exception | None = None
                 try:
                     await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
                     if run.aborted is None:
-                        return done(claim, record.unique_ms)
+                        if task_type.name in self.noted:  # its note (ctx[3]: the attempt)
+                            ended_ms, fired = int(self.clock.now()), run.fired_ms
+                            return done_run(claim, fired, ended_ms, ctx[3], occurrence, unique)
+                        return done(claim, unique)
                 except Exception as exc:
                     error = exc
+                run.occurrence_ms, run.attempt = occurrence, ctx[3]  # for the history's note
                 failure = ended(run, error)
                 assert failure is not None  # it raised, or it is being aborted
                 job = _Job(self, task_type, time_limit, run, record)
@@ -148,7 +157,8 @@ class Executor:
                 task_type.name,
                 _shown(claim.id),
             )
-            filed = replace(record, traceback=outcome.trace(exc, internal=True)).encode()
+            run.trace = outcome.trace(exc, internal=True)
+            filed = replace(record, traceback=run.trace).encode()
             reason = f"internal error: {outcome.describe(exc)}"
             return self._dead(task_type.name, claim, reason, filed, record.unique_ms)
 
@@ -270,6 +280,7 @@ class _Job:
         ctx = self.context = _context(executor, self.task_type, claim, self.record, occurrence_ms)
         if executor.marks:
             run.fired_ms = executor.clock.now()
+            run.occurrence_ms, run.attempt = occurrence_ms, ctx[3]  # ctx.attempt
         timed = executor.timed
         if timed:
             self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
@@ -318,7 +329,7 @@ class _Job:
             return outcome.held(self.task_name, claim, error, self.now_ms())
         failures = record.failures + 1
         text = outcome.describe(error)
-        trace = outcome.trace(error)
+        trace = self._run.trace = outcome.trace(error)
         attempt = outcome.attempt(claim, record)
         if outcome.retries_left(error, policy, failures):
             now = self.now_ms()

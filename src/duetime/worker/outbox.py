@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import MutableMapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
 from duetime.outage import OutageLog
 from duetime.stores.base import Store
+from duetime.stores.capabilities import RUN_HISTORY, use
+from duetime.stores.runs import RunLog
 from duetime.worker.failures import store_backoff
 from duetime.worker.run import Run
 
@@ -30,11 +32,22 @@ _Item = tuple[str, MutableMapping[int, Any], Run]
 
 
 class Outbox:
-    """Outcomes waiting to be settled, and the one flusher that settles them."""
+    """Outcomes waiting to be settled, and the one flusher that settles them.
 
-    def __init__(self, clock: Clock, events: Events | None = None) -> None:
+    Args:
+        records: the task types whose runs the settles record in the store's run history,
+            and how (their outcomes carry what it keeps: ``worker.run.note``).
+    """
+
+    def __init__(
+        self,
+        clock: Clock,
+        events: Events | None = None,
+        records: Mapping[str, RunLog] | None = None,
+    ) -> None:
         self.clock = clock
         self.events = events or Events()
+        self.records = dict(records or {})
         self._items: list[_Item] = []
         self._ready = asyncio.Event()
         self._lock = asyncio.Lock()
@@ -76,7 +89,12 @@ class Outbox:
         for n, (name, group) in enumerate(groups):
             try:
                 outcomes = [run.outcome for _, _, run in group if run.outcome is not None]
-                kept = await store.settle(name, outcomes, self.clock.now_ms())
+                record = self.records.get(name)
+                if record is None:
+                    kept = await store.settle(name, outcomes, self.clock.now_ms())
+                else:
+                    recorded = use(store, RUN_HISTORY)
+                    kept = await recorded.settle(name, outcomes, self.clock.now_ms(), record)
             except Exception as exc:
                 self._outage.failed(
                     exc, "settling %d %s outcomes failed (%s); trying again", len(group), name, exc

@@ -15,18 +15,9 @@ from duetime.record import Record
 from duetime.stores.base import Claim, NewTask, Outcome
 from duetime.triggers.base import Next, Trigger
 from duetime.validate import duration_ms, to_ms
+from duetime.validate import occurrence_id as occurrence_id  # its home; named here too
 
 log = logging.getLogger(__name__)
-
-
-def occurrence_id(task_id: str, occurrence_ms: int) -> str:
-    """The stable id of an occurrence, ``"<task id>@<due ms>"``. A task that already has
-    such an id (a dead letter filed for an occurrence, an expiry or cron tick handed off, a
-    key event) keeps it, retried or run again: it is never suffixed twice. No id a user
-    picks ends so (:func:`duetime.validate.is_occurrence_id`), and a user's id has at most
-    200 bytes, so this id has at most :data:`~duetime.validate.MAX_STORED_ID_BYTES`."""
-    suffix = f"@{occurrence_ms}"
-    return task_id if task_id.endswith(suffix) else task_id + suffix
 
 
 def attempt(claim: Claim, record: Record) -> int:

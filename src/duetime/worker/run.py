@@ -29,7 +29,10 @@ class Run:
         task: the asyncio task running it.
         finished: its outcome is known (it may not be settled yet).
         fired_ms: when its handler started, by the store's clock (0.0: it did not start,
-            or no listener asked for it: see ``Executor.marks``).
+            or no listener or history asked for it: see ``Executor.marks``).
+        occurrence_ms: the occurrence its handler ran (0: unknown; noted for the history).
+        attempt: which attempt at that occurrence it was (0: unknown; noted likewise).
+        trace: the traceback of its failure, as the task keeps it (for the history).
         outcome: what follows the run, once finished.
         aborted: why the run is being aborted (None while it is not): see :func:`abort_run`.
         cut: the timer that cancels an aborted handler again at the end of the grace.
@@ -40,6 +43,9 @@ class Run:
     task: asyncio.Task[None] | None = None
     finished: bool = False
     fired_ms: float = 0.0
+    occurrence_ms: int = 0
+    attempt: int = 0
+    trace: str | None = None
     outcome: Outcome | None = None
     aborted: str | None = None
     cut: asyncio.TimerHandle | None = None

@@ -8,6 +8,7 @@ exact due time, runs it through the executor, and hands the outcome to the outbo
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,11 +16,14 @@ from dataclasses import dataclass, field
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
 from duetime.outage import OutageLog
-from duetime.stores.base import Claim, ClaimBatch, Outcome, Store
+from duetime.stores.base import NOTE, Claim, ClaimBatch, Outcome, Store
+from duetime.stores.capabilities import RUN_HISTORY, use
+from duetime.stores.runs import RunLog
 from duetime.tasktype import TaskType
 from duetime.validate import duration_ms
 from duetime.worker.executor import Executor
 from duetime.worker.failures import store_backoff
+from duetime.worker.notes import note
 from duetime.worker.outbox import Outbox
 from duetime.worker.run import Run, abort_taken
 
@@ -45,6 +49,8 @@ class TypeRunner:
     outbox: Outbox = field(init=False)
     lease_ms: int = field(init=False)
     timeout: float | None = field(init=False)
+    #: Where its runs are recorded (the run history), or None.
+    record: RunLog | None = field(init=False, default=None)
     active: dict[int, Run] = field(default_factory=dict)  # by token: held until settled
     running: int = 0  # handlers not yet finished
     signal: asyncio.Event = field(default_factory=asyncio.Event)
@@ -61,8 +67,16 @@ class TypeRunner:
         self.lease_ms = duration_ms("lease", policy.lease)
         self.timeout = None if policy.timeout is None else policy.timeout.total_seconds()
 
-    def attach(self, clock: Clock, events: Events, executor: Executor, outbox: Outbox) -> None:
+    def attach(
+        self,
+        clock: Clock,
+        events: Events,
+        executor: Executor,
+        outbox: Outbox,
+        record: RunLog | None = None,
+    ) -> None:
         self.clock, self.events, self.executor, self.outbox = clock, events, executor, outbox
+        self.record = record
 
     @property
     def name(self) -> str:
@@ -147,7 +161,10 @@ class TypeRunner:
         task starts running (at its due time)."""
         task_type, policy = self.task_type, self.task_type.policy
         now_ms = self.clock.now_ms()
-        batch = await store.claim(
+        claiming = store.claim
+        if self.record is not None:  # the runs of the expired leases it reaps are recorded
+            claiming = functools.partial(use(store, RUN_HISTORY).claim, record=self.record)
+        batch = await claiming(
             task_type.name,
             now_ms=now_ms,
             limit=limit,
@@ -212,6 +229,8 @@ class TypeRunner:
         if outcome.op == "hold" and outcome.due_ms is not None:
             self.held_until_ms = max(self.held_until_ms, outcome.due_ms)
         run.finished = True
+        if self.record is not None and outcome[NOTE] is None:  # the history's note rides along
+            outcome = note(run, outcome, self.clock.now_ms())
         run.outcome = outcome
         self.outbox.put(self.name, self.active, run)
         if self.waiting_for_slot:

@@ -236,6 +236,7 @@ class Worker:
         listeners = [*self._listeners, _DeadLetters(self)]
         for feature in app.registry:
             listeners += await feature.start(run)
+        records = app.registry.records(run)  # the types whose runs the settles record
         for warning in store.durability_warnings():
             log.warning("%s", warning)
         events = Events(listeners)
@@ -248,10 +249,11 @@ class Worker:
             events=events,
             app=cast("Client", app),  # handed to handlers in their Context, nothing else
             grace=self.grace,
+            noting=records,
         )
-        outbox = Outbox(clock, events)
+        outbox = Outbox(clock, events, records)
         for runner in runners:
-            runner.attach(clock, events, executor, outbox)
+            runner.attach(clock, events, executor, outbox, records.get(runner.name))
         started: list[Listener] = []
         try:
             for listener in listeners:  # a port in use (metrics) stops here, before claims

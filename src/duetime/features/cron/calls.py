@@ -7,14 +7,17 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Unpack
 
+from duetime.errors import ValidationError
 from duetime.features.cron import manage
+from duetime.features.cron.backfill import backfill
 from duetime.features.cron.feature import CronFeature
 from duetime.features.cron.manage import CRON_OPTIONS, CronInfo, CronOptions
 from duetime.features.cron.named import NamedTriggers
 from duetime.model import TaskOptions
 from duetime.registry import AppSide, ClientSide
+from duetime.stores.capabilities import RUN_HISTORY, has
 from duetime.tasktype import Handler, TaskType, call_mode
-from duetime.validate import check_name
+from duetime.validate import check_id, check_name, to_ms
 
 
 class CronTaskOptions(CronOptions, TaskOptions, total=False):
@@ -81,6 +84,41 @@ class CronCalls:
         """Remove the schedule ``name`` from the store. One declared in code comes back when
         a worker starts; remove it from the code too."""
         return await self.registry.get(CronFeature).named.remove(name)
+
+    async def backfill_cron(self: ClientSide, name: str, *, start: datetime, end: datetime) -> int:
+        """Run every tick of the schedule ``name`` in ``[start, end)`` now, oldest first:
+        after an outage, the ticks no worker ran.
+
+        Each tick is a task of the schedule's type, due now, whose id is its occurrence id
+        ``"<name>@<tick ms>"`` (``ctx.occurrence`` in the handler, as on time), with the
+        schedule's payload; the schedule's own ticks go on unchanged. A tick a task still
+        holds (an earlier backfill's, not yet run) is left alone, and so is one the run
+        history records as done, so a backfill repeated over the same range runs nothing
+        twice. The ticks run as the type's concurrency allows, whatever the schedule's
+        overlap policy.
+
+        Args:
+            start: the first moment of the range (an aware datetime).
+            end: the end of the range, not included.
+
+        Returns:
+            How many ticks were scheduled.
+
+        Raises:
+            ValidationError: ``start`` or ``end`` is not an aware datetime, ``end`` is not
+                after ``start``, or the range holds more than 10,000 ticks; nothing is
+                written.
+            ScheduleNotFound: there is no cron schedule ``name``.
+        """
+        check_id(name, "name", stored=True)
+        start_ms, end_ms = to_ms("start", start), to_ms("end", end)
+        if end_ms <= start_ms:
+            raise ValidationError("end", "must be after start")
+        named = self.registry.get(CronFeature).named
+        store = await self.open()
+        recorded = has(self.store(), RUN_HISTORY)
+        now = await self.now_ms()
+        return await backfill(named, store, name, start_ms, end_ms, now, recorded=recorded)
 
     async def next_runs(self: ClientSide, name: str, count: int = 5) -> list[datetime]:
         """The next ``count`` ticks of the schedule ``name``, in its time zone."""

@@ -7,17 +7,19 @@ from typing import Any, Unpack
 
 from duetime.features.expiring.feature import ExpiringFeature
 from duetime.features.expiring.group import ExpiringGroup
-from duetime.model import Pacing, PolicyOptions, TaskPolicy
+from duetime.features.history.settings import check_setting
+from duetime.model import History, Pacing, PolicyOptions, TaskPolicy
 from duetime.registry import AppSide
 from duetime.tasktype import TaskType
 from duetime.validate import check_name
 
 
 class ExpiringOptions(PolicyOptions, total=False):
-    """What ``app.expiring`` takes beside the TTL: the group's task type's policy, and how
-    often workers claim its expiries."""
+    """What ``app.expiring`` takes beside the TTL: the group's task type's policy, how
+    often workers claim its expiries, and how much of its run history it keeps."""
 
     pacing: Pacing | None
+    history: History | bool | None
 
 
 class ExpiringCalls:
@@ -38,7 +40,7 @@ class ExpiringCalls:
         Redis's keyspace notifications do, and those that expired while every worker was
         down are handled when one starts. The group is a task type named ``name``: the
         other options are :meth:`~duetime.App.task`'s (retries, backoff, timeout,
-        concurrency, lease, pacing), and an expiry that keeps failing ends in its dead
+        concurrency, lease, pacing, history), and an expiry that keeps failing ends in its dead
         letters with its value.
 
         Raises:
@@ -47,6 +49,7 @@ class ExpiringCalls:
         check_name("task_type", name)
         given: dict[str, Any] = dict(options)
         pacing = given.pop("pacing", None)
+        history = check_setting("history", given.pop("history", None))
         policy = TaskPolicy.from_options(**given)
         group_type = TaskType(
             name,
@@ -56,6 +59,7 @@ class ExpiringCalls:
             mode="fields_ctx",
             takes=("key", "value"),
             scheduler=self.types.scheduler,
+            history=history,
         )
         group = ExpiringGroup(
             group_type,

@@ -18,9 +18,10 @@ class WatchCalls:
         records in the store (one lapses 15 s after its worker's last beat)."""
         return await read_workers(await self.open(), await self.now_ms())
 
-    async def history(self: AppSide, minutes: int = 60) -> dict[str, TypeHistory]:
+    async def recent(self: AppSide, minutes: int = 60) -> dict[str, TypeHistory]:
         """What happened to each task type in the last ``minutes`` (1 to 60, the current
-        minute included), per minute, as the workers counted it."""
+        minute included), per minute, as the workers counted it (``app.history(minutes)``
+        says the same: its name before the run history)."""
         if check_int("minutes", minutes) > 60:
             raise ValidationError("minutes", "must be 60 or fewer: the store keeps one hour")
         return await read_history(await self.open(), await self.now_ms(), minutes)

@@ -74,7 +74,9 @@ class MinuteCounter(Listener):
             if outcome is None:  # pragma: no cover - a settled run has its outcome
                 continue
             # Unpacked, not read by name: this runs for every task the worker settles.
-            op, claim, _due, _record, error, dead_id, _dead_record, _spawn, _unique, _ = outcome
+            op, claim, _due, _record, error, dead_id, _dead, _spawn, _unique, _aborted, _note = (
+                outcome
+            )
             fired, due = run.fired_ms, claim[3]
             at = fired or due  # no handler ran: when it was due
             if not start <= at < end or row is None:

@@ -46,6 +46,10 @@ class Queries:
     claim: bytes
     claim_plan: bytes
     settle_drop: bytes
+    settle_drop_logged: bytes
+    add_runs: bytes
+    list_runs: bytes
+    trim_runs_age: bytes
     settle: bytes
     file_dead: bytes
     add_schedule_name: bytes

@@ -20,11 +20,13 @@ from duetime.stores.base import (
 )
 from duetime.stores.conditional import Answer, Condition, check_conditions
 from duetime.stores.gating import Gate
+from duetime.stores.history import check_log
 from duetime.stores.postgres import conditional, gates, leases, ops, wake
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
 from duetime.stores.postgres.connection import Conn, Database, read_settings
 from duetime.stores.postgres.queries import Q
 from duetime.stores.postgres.telemetry import PostgresTelemetry
+from duetime.stores.runs import RunLog, StoredRun
 from duetime.stores.telemetry import Telemetry
 
 __all__ = ["PostgresConfig", "PostgresStore", "parse_postgres_url"]
@@ -202,14 +204,17 @@ class PostgresStore:
         at_most_once: bool,
         lookahead_ms: int = 0,
         gate: Gate | None = None,
+        record: RunLog | None = None,
     ) -> ClaimBatch:
-        """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
-        lookahead_ms`` as the type's gates allow, in one transaction.
+        """Reap expired leases (with ``record``, recording their runs), then lease up to
+        ``limit`` tasks due by ``now_ms + lookahead_ms`` as the type's gates allow, in one
+        transaction.
 
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
         """
         check_claim_arguments(limit, lease_ms, lookahead_ms)
+        check_log(record)
         q = self._queues
         return await self._run(
             "claim",
@@ -224,19 +229,28 @@ class PostgresStore:
                 at_most_once,
                 lookahead_ms,
                 gate,
+                record,
             ),
         )
 
-    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
-        """Apply the outcomes of runs; per outcome, whether it was kept."""
+    async def settle(
+        self,
+        task_type: str,
+        outcomes: Sequence[Outcome],
+        now_ms: int,
+        record: RunLog | None = None,
+    ) -> list[bool]:
+        """Apply the outcomes of runs, with ``record`` recording their runs in the type's
+        history; per outcome, whether it was kept."""
         if not outcomes:
             return []
+        check_log(record)
         for o in outcomes:
             if o.op in ("next", "retry", "release", "hold") and o.due_ms is None:
                 raise StoreRefused(f"bad arguments: {o.op} needs a due time")
         q = self._queues
         return await self._run(
-            "settle", lambda c: leases.settle(c, q, task_type, outcomes, int(now_ms))
+            "settle", lambda c: leases.settle(c, q, task_type, outcomes, int(now_ms), record)
         )
 
     async def extend(
@@ -307,6 +321,22 @@ class PostgresStore:
             raise StoreRefused("bad arguments: limit must be over 0")
         q = self._queues
         return await self._run("active_ids", lambda c: ops.active_ids(c, q, task_type, limit))
+
+    async def runs(
+        self,
+        task_type: str,
+        *,
+        task_id: str | None = None,
+        limit: int,
+        since_ms: int | None = None,
+    ) -> list[StoredRun]:
+        """The type's newest runs, of ``task_id`` if given, finished since ``since_ms``."""
+        if limit < 1:
+            raise StoreRefused("bad arguments: limit must be over 0")
+        q = self._queues
+        return await self._run(
+            "runs", lambda c: leases.read_runs(c, q, task_type, task_id, limit, since_ms)
+        )
 
     async def count(self, task_type: str) -> dict[State, int]:
         """How many tasks are due, running and dead."""

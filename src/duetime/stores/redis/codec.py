@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from duetime.stores import wire
-from duetime.stores.base import Outcome, StoredTask
+from duetime.stores.base import NOTE, Outcome, StoredTask
+from duetime.stores.history import batch_run
 from duetime.stores.redis.keys import parse_lease
+from duetime.stores.runs import RunLog, RunNote, StoredRun
 from duetime.stores.wire import stored_task
 
 #: Most tasks written by one script call. Lua's unpack() has a limit of about 8,000
@@ -14,8 +17,75 @@ from duetime.stores.wire import stored_task
 SCHEDULE_CHUNK = 1000
 
 
-def settle_args(o: Outcome) -> tuple[Any, ...]:
-    """The settle script's arguments for one outcome (see settle.lua)."""
+def log_args(record: RunLog) -> tuple[Any, ...]:
+    """The settle script's ``log`` op, or the claim script's last arguments (the worker, the
+    most runs kept, their most age)."""
+    return (record.worker, record.keep, record.max_age_ms)
+
+
+def ran_op(n: RunNote) -> tuple[Any, ...]:
+    """The settle script's ``ran`` op: the run of the outcome before it."""
+    started = n.started_ms or ""
+    return ("ran", started, n.finished_ms, n.attempt, n.occurrence_ms, n.outcome, n.error, n.trace)
+
+
+def settle_ops(
+    chunk: Sequence[Outcome],
+    recorded: bool,
+    now_ms: int,
+    keys: list[str],
+    finished: Callable[[str], str],
+) -> tuple[list[Any], list[Outcome] | None]:
+    """The settle script's ops for a chunk of outcomes (see settle.lua), and the outcomes in
+    the order the script answers for them (None: the chunk's own): plain completions first,
+    in one argument of ``done*`` lines; with ``recorded`` (the call has a ``log``), those
+    that carry a plain completion's run in ``ran*`` (their lines, and their runs as the
+    history's batch entries hold them, relative to ``now_ms``: see the preamble); the rest
+    one by one (an id holding a newline too), each done or dead one of a task scheduled with
+    unique_for with a ``finish`` op, its finished key (``finished(id)``) added to ``keys``.
+    In one pass, by index: a named tuple's fields cost a call, and this looks at every
+    task."""
+    plain: list[Outcome] = []
+    plain_lines: list[str] = []
+    ran: list[Outcome] = []
+    ran_lines: list[str] = []
+    ran_runs: list[str] = []
+    rest: list[Outcome] = []
+    for o in chunk:  # op, claim, due, record, error, dead_id, dead_record, spawn, unique_ms,
+        c = o[1]  # aborted, note; c: id, token, stalls, due, record
+        if o[0] != "done" or o[5] or o[7] is not None or o[8] or "\n" in c[0]:
+            rest.append(o)
+            continue
+        n = o[NOTE]  # started, finished, attempt, occurrence, outcome, error, trace
+        if n is None or not recorded:
+            plain.append(o)
+            plain_lines.append(f"{c[1]}|{c[0]}")
+        elif n[4] == "done" and not n[5] and not n[6]:
+            end = n[1]
+            took = end - n[0] if n[0] else ""
+            attempt = "" if n[2] == 1 else n[2]
+            ran.append(o)
+            ran_lines.append(f"{c[1]}|{c[0]}")
+            ran_runs.append(f"{now_ms - end}|{took}|{attempt}|{now_ms - n[3]}")
+        else:
+            rest.append(o)
+    ops: list[Any] = []
+    if plain:
+        ops += ("done*", "\n".join(plain_lines))
+    if ran:
+        ops += ("ran*", "\n".join(ran_lines), "\n".join(ran_runs))
+    for o in rest:
+        ops += settle_args(o, recorded)
+        if o[8] and o[0] in ("done", "dead"):  # remembered for unique_for
+            keys.append(finished(o[1][0]))
+            ops += ("finish", len(keys), o[8])
+    groups = [group for group in (plain, ran, rest) if group]
+    return ops, None if len(groups) == 1 else plain + ran + rest
+
+
+def settle_args(o: Outcome, recorded: bool = False) -> tuple[Any, ...]:
+    """The settle script's arguments for one outcome (see settle.lua), with its run when
+    ``recorded`` (the call has a ``log``) and the outcome carries one."""
     c = o.claim
     if o.op == "done":
         args: tuple[Any, ...] = ("done", c.id, c.token)
@@ -33,7 +103,42 @@ def settle_args(o: Outcome) -> tuple[Any, ...]:
         args += ("file", o.dead_id, o.dead_record, o.error)
     if o.spawn is not None:
         args += ("spawn", o.spawn.id, o.spawn.due_ms, o.spawn.record)
+    if recorded and o.note is not None:
+        args += ran_op(o.note)
     return args
+
+
+def entry_runs(fields: dict[bytes, bytes]) -> tuple[int, list[StoredRun]]:
+    """The runs of one entry of a history stream (see the preamble), newest first, and how
+    many runs the type kept as it was written."""
+    keep = wire.count(fields.get(b"k"))
+    base = wire.ms(fields.get(b"f", b"0"))
+    worker = wire.text(fields[b"w"]) if fields.get(b"w") else None
+    batch = fields.get(b"b")
+    if batch is None:
+        took = fields.get(b"d") or b""
+        run = StoredRun(
+            task_id=wire.text(fields.get(b"i", b"")),
+            occurrence_ms=wire.ms(fields.get(b"o", b"0")),
+            attempt=wire.count(fields.get(b"a")),
+            started_ms=base - wire.ms(took) if took else None,
+            finished_ms=base,
+            outcome=wire.text(fields.get(b"r", b"")),
+            error=wire.text(fields[b"e"]) if fields.get(b"e") else None,
+            trace=wire.text(fields[b"t"]) if fields.get(b"t") else None,
+            worker=worker,
+        )
+        return keep, [run]
+    lines, done = batch.split(b"\n"), fields.get(b"h", b"").split(b"\n")
+    return keep, [
+        _batch_run(line, run, base, worker)
+        for line, run in zip(lines[::-1], done[::-1], strict=False)
+    ]
+
+
+def _batch_run(line: bytes, run: bytes, base: int, worker: str | None) -> StoredRun:
+    task_id = wire.text(line.partition(b"|")[2])
+    return batch_run((run.split(b"|", 3) + [b""] * 4)[:4], task_id, base, worker)
 
 
 def inspected(task_id: str, reply: list[Any]) -> StoredTask | None:

@@ -24,6 +24,12 @@ Redis Cluster slot and one script may touch them all::
                                       paused "1", hold <ms> (a handler's RateLimited),
                                       tat <ms> (its rate's GCRA time), wait "1" (a
                                       claim found it at its global concurrency)
+    duetime:{ns:type}:runs      STREAM  the type's run history, oldest first: an entry
+                                      per settle (and per failed run), its id counting
+                                      the runs added (see the scripts' preamble)
+    duetime:{ns:type}:tally     STRING  how many runs were ever added to runs (the id of
+                                      its last entry); both expire when no run was
+                                      added for the history's max age
 
     duetime:{ns:type}:call:<id> STRING  for 15 s after a claim, its reply; for 60 s after a
                                       schedule of tasks due within a minute, a marker:
@@ -77,6 +83,8 @@ class TypeKeys:
     fence: str
     abort: str
     gate: str
+    runs: str
+    tally: str
 
 
 def type_keys(namespace: str, task_type: str) -> TypeKeys:

@@ -8,7 +8,10 @@ from redis.asyncio import Redis
 
 from duetime.stores import wire
 from duetime.stores.base import STATES, State, StoredTask
+from duetime.stores.history import Newest
+from duetime.stores.redis.codec import entry_runs
 from duetime.stores.redis.keys import PREFIX, TypeKeys, parse_lease
+from duetime.stores.runs import StoredRun
 from duetime.stores.wire import stored_task
 
 #: Keys SCAN asks each server to look at per call: fewer round trips than its default 10.
@@ -40,6 +43,35 @@ async def list_tasks(
         stalls, error = meta[2 * n], meta[2 * n + 1]
         out.append(stored_task(wire.text(task_id), state, score, due, records[n], stalls, error))
     return out
+
+
+#: Entries of the run history read per round trip.
+RUNS_PAGE = 100
+
+
+async def runs(
+    client: Redis, key: str, task_id: str | None, limit: int, since_ms: int | None
+) -> list[StoredRun]:
+    """The newest runs of a history stream (see ``RunHistory.runs`` and the preamble of the
+    scripts), read newest first in pages of RUNS_PAGE entries (``stores.history.Newest``)."""
+    newest = Newest(task_id, limit, since_ms)
+    high = "+"
+    while True:
+        entries = await _range(client, key, high, RUNS_PAGE)
+        if newest.page([entry_runs(fields) for _, fields in entries]):
+            return newest.found
+        if len(entries) < RUNS_PAGE:
+            return newest.found
+        high = "(" + entries[-1][0].decode()  # the next page starts below this entry
+
+
+async def _range(
+    client: Redis, key: str, high: str, count: int
+) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    entries: list[tuple[bytes, dict[bytes, bytes]]] = await client.xrevrange(  # type: ignore[assignment]
+        key, high, "-", count=count
+    )
+    return entries
 
 
 async def count(client: Redis, k: TypeKeys) -> dict[State, int]:

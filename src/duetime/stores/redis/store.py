@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -12,7 +13,7 @@ from urllib.parse import urlsplit
 from redis.asyncio import Redis
 
 from duetime.clock import StoreClock
-from duetime.errors import StoreError
+from duetime.errors import StoreError, StoreRefused
 from duetime.stores import wire
 from duetime.stores.base import (
     AbortFound,
@@ -29,7 +30,7 @@ from duetime.stores.gating import Gate
 from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
-from duetime.stores.redis.codec import SCHEDULE_CHUNK, inspected, settle_args
+from duetime.stores.redis.codec import SCHEDULE_CHUNK, inspected, log_args, settle_ops
 from duetime.stores.redis.connection import (
     DRIVER_ERRORS,
     RedisConfig,
@@ -49,6 +50,7 @@ from duetime.stores.redis.keys import (
 )
 from duetime.stores.redis.server import eviction_problems, open_server
 from duetime.stores.redis.telemetry import RedisTelemetry
+from duetime.stores.runs import RunLog, StoredRun
 from duetime.stores.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -272,6 +274,7 @@ class RedisStore(RedisCapabilities, RedisGates):
         at_most_once: bool,
         lookahead_ms: int = 0,
         gate: Gate | None = None,
+        record: RunLog | None = None,
     ) -> ClaimBatch:
         k = self.keys(task_type)
         call = call_key(k, call_id())
@@ -280,6 +283,11 @@ class RedisStore(RedisCapabilities, RedisGates):
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
         if gate is not None:
             args += (repr(gate.interval_ms), repr(gate.burst), gate.max_running)
+        if record is not None:  # the history after the gate's slots, taken or not
+            if gate is None:
+                args += (0, 1, 0)
+            keys += (k.runs, k.tally)
+            args += log_args(record)
         reply = await self._run("claim_due", keys, args)
         if self._cluster and task_type not in self._claimed:  # a type to be woken for
             self._claimed.add(task_type)
@@ -293,38 +301,34 @@ class RedisStore(RedisCapabilities, RedisGates):
         ]
         return ClaimBatch(claims, wire.readable(reply[0]), reply[1], wire.readable(reply[2]))
 
-    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
+    async def settle(
+        self,
+        task_type: str,
+        outcomes: Sequence[Outcome],
+        now_ms: int,
+        record: RunLog | None = None,
+    ) -> list[bool]:
         k = self.keys(task_type)
         kept: list[bool] = []
+        head: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
+        if record is not None:  # the history and its tally are KEYS[9] and KEYS[10]
+            head += ("log", 9, 10, *log_args(record))
         for start in range(0, len(outcomes), SETTLE_CHUNK):
             chunk = outcomes[start : start + SETTLE_CHUNK]
-            # Plain completions go first, in one argument; the script answers in the order
-            # it was given, and the answers are put back in the order of the outcomes.
-            done = [
-                o for o in chunk if o.op == "done" and not (o.dead_id or o.spawn or o.unique_ms)
-            ]
-            lines = "\n".join([f"{o.claim.token}|{o.claim.id}" for o in done])
-            args: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
-            # One newline per line but the last, or an id holds one: sent one by one then.
-            if done and lines.count("\n") == len(done) - 1:
-                rest = [o for o in chunk if o.op != "done" or o.dead_id or o.spawn or o.unique_ms]
-                args += ("done*", lines)
-            else:
-                done, rest = [], list(chunk)
             # A call key of its own: a resend finds the reply of the first send, and does
-            # not take the outcomes that send kept for lost leases.
+            # not take the outcomes that send kept for lost leases. Then the type's gate,
+            # the history's keys, the finished keys of tasks scheduled with unique_for.
             call = call_key(k, call_id())
             keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call, k.gate]
-            for o in rest:
-                args += settle_args(o)
-                if o.unique_ms and o.op in ("done", "dead"):  # remembered for unique_for
-                    keys.append(finished_key(k, o.claim.id))
-                    args += ("finish", len(keys), o.unique_ms)
-            reply = await self._run("settle", keys, args)
-            if not rest:  # all plain completions: the answers are in the outcomes' order
+            if record is not None:
+                keys += (k.runs, k.tally)
+            finished = functools.partial(finished_key, k)
+            ops, order = settle_ops(chunk, record is not None, now_ms, keys, finished)
+            reply = await self._run("settle", keys, [*head, *ops])
+            if order is None:  # the answers are in the outcomes' order
                 kept += [answer == 1 for answer in reply]
                 continue
-            answers = dict(zip(map(id, done + rest), reply, strict=True))
+            answers = dict(zip(map(id, order), reply, strict=True))
             kept += (answers[id(o)] == 1 for o in chunk)
         return kept
 
@@ -366,6 +370,20 @@ class RedisStore(RedisCapabilities, RedisGates):
     async def active_ids(self, task_type: str, limit: int) -> list[str]:
         k = self.keys(task_type)
         return [wire.text(i) for i in await self._run("active_ids", [k.due, k.running], [limit])]
+
+    async def runs(
+        self,
+        task_type: str,
+        *,
+        task_id: str | None = None,
+        limit: int,
+        since_ms: int | None = None,
+    ) -> list[StoredRun]:
+        if limit < 1:
+            raise StoreRefused("bad arguments: limit must be over 0")
+        async with errors("runs"):
+            key = self.keys(task_type).runs
+            return await listing.runs(self.client, key, task_id, limit, since_ms)
 
     async def count(self, task_type: str) -> dict[State, int]:
         async with errors("count"):

@@ -12,8 +12,10 @@ from typing import Any
 from duetime.stores import wire
 from duetime.stores.base import Claim, ClaimBatch, Outcome, new_claim
 from duetime.stores.gating import Gate, allowance, next_look
+from duetime.stores.runs import RunLog
 from duetime.stores.sqlite import gates
 from duetime.stores.sqlite.conditional import remember_finished
+from duetime.stores.sqlite.history import record_crashed, record_runs
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
 
@@ -48,22 +50,24 @@ def claim(
     at_most_once: bool,
     lookahead_ms: int,
     gate: Gate | None = None,
+    record: RunLog | None = None,
 ) -> ClaimBatch:
-    """Reap expired leases at ``now_ms``, then lease up to ``limit`` tasks due by ``now_ms +
-    lookahead_ms`` that the type's gates allow, earliest first (the lease counts from now)."""
+    """Reap expired leases at ``now_ms`` (with ``record``, recording their runs in the
+    type's history), then lease up to ``limit`` tasks due by ``now_ms + lookahead_ms`` that
+    the type's gates allow, earliest first (the lease counts from now)."""
     qid = queues.find(conn, task_type)
     if qid is None:
         return ClaimBatch([], None, 0)
-    reaped = conn.execute(
-        Q.reap,
-        {
-            "qid": qid,
-            "now": now_ms,
-            "max_stalls": max_stalls,
-            "at_most_once": int(at_most_once),
-            "batch": REAP_BATCH,
-        },
-    ).fetchall()
+    reap = {
+        "qid": qid,
+        "now": now_ms,
+        "max_stalls": max_stalls,
+        "at_most_once": int(at_most_once),
+        "batch": REAP_BATCH,
+    }
+    if record is not None:
+        record_crashed(conn, qid, conn.execute(Q.expired, reap).fetchall(), record, now_ms)
+    reaped = conn.execute(Q.reap, reap).fetchall()
     vacant = [(rid,) for rid, is_vacant in reaped if is_vacant]
     if vacant:
         conn.executemany(Q.vacate, vacant)
@@ -127,6 +131,7 @@ def settle(
     task_type: str,
     outcomes: Sequence[Outcome],
     now_ms: int,
+    record: RunLog | None = None,
 ) -> tuple[list[bool], list[Wake]]:
     """Apply outcomes whose claim still holds the lease; (kept flags, wake-ups).
 
@@ -134,11 +139,27 @@ def settle(
     state before any write; a kept outcome ends its run's lease; then, in order, each
     files its dead letter (``dead_id``), schedules its ``spawn`` and applies its op unless
     the task was rescheduled (the new occurrence wins) or cancelled (it stays cancelled)
-    while it ran.
+    while it ran. With ``record``, the runs of the kept outcomes that carry a note go to
+    the type's history, which is then trimmed.
     """
     qid = queues.find(conn, task_type)
     if qid is None:
         return [False] * len(outcomes), []
+    if record is not None and settle_done(conn, queues, task_type, outcomes):
+        # The common settle, in this transaction with its runs (see SqliteStore.settle).
+        runs = [(o.claim.id, o.note) for o in outcomes if o.note is not None]
+        record_runs(conn, qid, runs, record, now_ms)
+        return [True] * len(outcomes), slot_freed(conn, queues, task_type, now_ms)
+    kept, wakes = _settle(conn, qid, task_type, outcomes, now_ms)
+    if record is not None:
+        ran = [(o.claim.id, o.note) for o, ok in zip(outcomes, kept, strict=True) if ok]
+        record_runs(conn, qid, [(i, n) for i, n in ran if n is not None], record, now_ms)
+    return kept, wakes
+
+
+def _settle(
+    conn: sqlite3.Connection, qid: int, task_type: str, outcomes: Sequence[Outcome], now_ms: int
+) -> tuple[list[bool], list[Wake]]:
     kept = [False] * len(outcomes)
     judged: list[_Judged] = []
     hold_ms: int | None = None

@@ -76,6 +76,12 @@ class Queries:
     hold: str
     set_paused: str
     paused_types: str
+    expired: str
+    add_run: str
+    runs_added: str
+    trim_runs_age: str
+    trim_runs_count: str
+    list_runs: str
 
 
 Q = load_statements("duetime.stores.sqlite", Queries, str.strip)

@@ -23,10 +23,13 @@ from duetime.stores.base import (
 )
 from duetime.stores.conditional import Answer, Condition, check_conditions
 from duetime.stores.gating import Gate
+from duetime.stores.history import check_log
+from duetime.stores.runs import RunLog
 from duetime.stores.sqlite import conditional, leases, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database, map_error
 from duetime.stores.sqlite.gates import SqliteGates
+from duetime.stores.sqlite.history import RunReads
 from duetime.stores.sqlite.telemetry import SqliteTelemetry
 from duetime.stores.telemetry import Telemetry
 
@@ -43,7 +46,7 @@ NORMAL_WARNING = (
 )
 
 
-class SqliteStore(SqliteGates):
+class SqliteStore(SqliteGates, RunReads):
     """A :class:`~duetime.stores.base.Store` in one SQLite file, shared by processes.
 
     The file is in WAL mode; every write is one ``BEGIN IMMEDIATE`` transaction, retried
@@ -251,14 +254,17 @@ class SqliteStore(SqliteGates):
         at_most_once: bool,
         lookahead_ms: int = 0,
         gate: Gate | None = None,
+        record: RunLog | None = None,
     ) -> ClaimBatch:
-        """Reap expired leases, then lease up to ``limit`` tasks due by ``now_ms +
-        lookahead_ms`` as the type's gates allow, in one transaction.
+        """Reap expired leases (with ``record``, recording their runs), then lease up to
+        ``limit`` tasks due by ``now_ms + lookahead_ms`` as the type's gates allow, in one
+        transaction.
 
         Raises:
             StoreRefused: a negative limit or look-ahead, or a lease that is not positive.
         """
         check_claim_arguments(limit, lease_ms, lookahead_ms)
+        check_log(record)
         return await self._write(
             "claim",
             leases.claim,
@@ -271,30 +277,39 @@ class SqliteStore(SqliteGates):
             at_most_once,
             lookahead_ms,
             gate,
+            record,
         )
 
-    async def settle(self, task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> list[bool]:
-        """Apply the outcomes of runs in one transaction; per outcome, whether it was kept.
+    async def settle(
+        self,
+        task_type: str,
+        outcomes: Sequence[Outcome],
+        now_ms: int,
+        record: RunLog | None = None,
+    ) -> list[bool]:
+        """Apply the outcomes of runs in one transaction, with ``record`` recording their
+        runs in the type's history; per outcome, whether it was kept.
 
         The common settle (a plain completion of each run, every one still leased) is one
-        statement outside a transaction, which SQLite makes atomic on its own; any other
-        batch, or one of those that finds a lease lost, is judged outcome by outcome in one
-        transaction (that first statement then wrote nothing).
+        statement outside a transaction, which SQLite makes atomic on its own, when no run
+        is recorded; any other batch, or one of those that finds a lease lost, is judged
+        outcome by outcome in one transaction (that first statement then wrote nothing).
         """
         if not outcomes:
             return []
+        check_log(record)
         for o in outcomes:
             if o.op in ("next", "retry", "release", "hold") and o.due_ms is None:
                 raise StoreRefused(f"bad arguments: {o.op} needs a due time")
         queues, now = self._queues, int(now_ms)
 
         def job(db: Database) -> tuple[list[bool], list[ops.Wake]]:
-            if db.autocommit(leases.settle_done, queues, task_type, outcomes):
+            if record is None and db.autocommit(leases.settle_done, queues, task_type, outcomes):
                 # No task made due; a slot may be free (global_concurrency).
                 return [True] * len(outcomes), db.autocommit(
                     leases.slot_freed, queues, task_type, now
                 )
-            return db.write(leases.settle, queues, task_type, outcomes, now)
+            return db.write(leases.settle, queues, task_type, outcomes, now, record)
 
         kept, wakes = await self._on_thread("settle", job)
         wake.notify(self._key, self.config.namespace, wakes)

@@ -14,10 +14,11 @@
 -- a scan of the whole type.
 -- Parameters: %(qid)s, %(now)s (ms), %(max_stalls)s, %(at_most_once)s (boolean),
 -- %(batch)s.
--- Returns one row per reaped lease: id, and whether the row is now vacant (neither due
--- nor dead: delete it with vacate.sql).
+-- Returns one row per reaped lease: id, whether the row is now vacant (neither due nor
+-- dead: delete it with vacate.sql), and for the run history the verdict, the record, the
+-- stalls before this one and the due time it was claimed at.
 WITH expired AS (
-    SELECT id,
+    SELECT id, stalls, claimed_due_ms,
            CASE WHEN due_ms IS NOT NULL OR record IS NULL THEN 'ended'
                 WHEN %(at_most_once)s THEN 'at_most_once'
                 WHEN stalls + 1 > %(max_stalls)s THEN 'stalled_out'
@@ -42,4 +43,5 @@ SET token = NULL,
         ELSE t.error END
 FROM expired AS v
 WHERE t.qid = %(qid)s AND t.id = ANY (ARRAY(SELECT id FROM expired)) AND t.id = v.id
-RETURNING t.id, t.due_ms IS NULL AND t.dead_ms IS NULL
+RETURNING t.id, t.due_ms IS NULL AND t.dead_ms IS NULL, v.verdict, t.record, v.stalls,
+          v.claimed_due_ms

@@ -25,7 +25,10 @@
 -- KEYS[1] due (ZSET id -> due ms), KEYS[2] running (ZSET id -> lease deadline ms),
 -- KEYS[3] data, KEYS[4] lease (HASH id -> "<token>|<due ms>"), KEYS[5] meta, KEYS[6] dead,
 -- KEYS[7] seq (STRING: the last token given out), KEYS[8] this call's key,
--- KEYS[9] gate (HASH: the type's gates)
+-- KEYS[9] gate (HASH: the type's gates), KEYS[10] the run history and KEYS[11] its tally
+-- (optional: with them, an expired lease sent back to due or to the dead letters is
+-- recorded as a failed or dead run, and a claim that finds nothing due drops the runs that
+-- aged out)
 -- ARGV[1] now ms, ARGV[2] limit (>= 0), ARGV[3] lease ms (> 0), ARGV[4] max stalls (>= 0),
 -- ARGV[5] "1" for at-most-once delivery, else "0"
 -- ARGV[6] look-ahead ms (>= 0): also claim tasks due this soon; the worker starts each at
@@ -33,6 +36,8 @@
 -- ARGV[7] how long to keep the reply for a resent call, ms
 -- ARGV[8] the rate's interval between starts, ms (0: no rate), ARGV[9] its burst (>= 1),
 -- ARGV[10] most tasks running at once (0: no limit)
+-- ARGV[11..13] with KEYS[10]: the claiming worker (unused: a reaped run's worker is
+--         unknown), the most runs kept, their most age (ms): see run_log in the preamble
 --
 -- Returns {next, reaped, open, id1, token1, stalls1, due1, record1, id2, ...}:
 --   next   the earliest lease deadline left, and the earliest due time unless a gate
@@ -45,8 +50,10 @@
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local meta, dead, seq, call, gate = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local runs, tally = KEYS[10], KEYS[11]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
                         meta, 'hash', dead, 'zset', seq, 'string', call, 'string'})
+       or (runs and wrong_type({runs, 'stream', tally or '', 'string'}))
 if bad then
   return {-1, bad}
 end
@@ -80,6 +87,32 @@ local last_token = redis.call('GET', seq)
 if last_token and not string.match(last_token, '^%d+$') then
   return {-2, 'the token counter ' .. seq .. ' holds something other than a number'}
 end
+local log
+if runs then
+  if not tally then
+    return {-2, 'the run history needs its tally'}
+  end
+  local why
+  log, why = run_log(11)
+  if not log then
+    return {-2, why}
+  end
+end
+
+-- The run of `id` whose lease expired, for the history: {'' (its start is unknown), now,
+-- attempt, occurrence, outcome, error, ''}, from its record's failures ("f") and occurrence
+-- ("o") and `stalls`, the expired leases before this one.
+local function crashed_run(id, claimed_due, stalls, outcome, err)
+  local ok, doc = pcall(cjson.decode, redis.call('HGET', data, id) or '')
+  if not ok or type(doc) ~= 'table' then
+    doc = {}
+  end
+  local failures = tonumber(doc.f) or 0
+  local occurrence = tonumber(doc.o) and string.format('%d', doc.o) or claimed_due
+  local attempt = string.format('%d', failures + stalls + 1)
+  return {'', ARGV[1], attempt, occurrence, outcome, err, ''}
+end
+local crashed = {}
 
 -- Reap at most this many expired leases per call, so one call stays short.
 local REAP_BATCH = 1000
@@ -91,8 +124,13 @@ for _, id in ipairs(expired) do
   if redis.call('ZSCORE', due, id) or redis.call('HEXISTS', data, id) == 0 then
     -- rescheduled or cancelled while it ran: the lease just ends
   elseif at_most_once then
+    local why = 'lease expired; not run again (at-most-once delivery)'
+    if log then
+      local before = tonumber(redis.call('HGET', meta, 's:' .. id) or '0') or 0
+      crashed[#crashed + 1] = {id, crashed_run(id, claimed_due, before, 'dead', why)}
+    end
     redis.call('ZADD', dead, ARGV[1], id)
-    redis.call('HSET', meta, 'e:' .. id, 'lease expired; not run again (at-most-once delivery)')
+    redis.call('HSET', meta, 'e:' .. id, why)
   else
     -- A stall count that is not a number (written by something else) starts again at 1.
     local stalls = redis.pcall('HINCRBY', meta, 's:' .. id, 1)
@@ -100,13 +138,26 @@ for _, id in ipairs(expired) do
       stalls = 1
       redis.call('HSET', meta, 's:' .. id, stalls)
     end
+    local outcome, why = 'failed', 'lease expired (its worker stopped or hung)'
     if stalls > max_stalls then
+      outcome, why = 'dead', 'stalled: its lease expired ' .. stalls .. ' times'
       redis.call('ZADD', dead, ARGV[1], id)
-      redis.call('HSET', meta, 'e:' .. id, 'stalled: its lease expired ' .. stalls .. ' times')
+      redis.call('HSET', meta, 'e:' .. id, why)
     else
       redis.call('ZADD', due, claimed_due, id)
     end
+    if log then
+      crashed[#crashed + 1] = {id, crashed_run(id, claimed_due, stalls - 1, outcome, why)}
+    end
   end
+end
+if #crashed > 0 then
+  local added = runs_added(runs, tally)
+  log[1] = ''  -- a crashed run's worker is unknown
+  for _, run in ipairs(crashed) do
+    added = add_run(runs, added, run[1], run[2], log)
+  end
+  trim_runs(runs, tally, added, log[2], now - log[3], log[3])
 end
 
 local out = {'', #expired, ''}
@@ -189,6 +240,11 @@ if gated then
     redis.call('HDEL', gate, 'hold')
     state.hold = nil
   end
+end
+if log and #out == 3 and #crashed == 0 then
+  -- Nothing claimed: the runs that aged out while nothing was added go, as a worker looks
+  -- for work (a claim that finds work leaves it to the settles).
+  trim_aged(runs, now - log[3])
 end
 
 local next_due, next_lease = head_score(due), head_score(running)

@@ -25,6 +25,22 @@
 --                                     KEYS[key] (its finished key) to now, expiring
 --                                     after window ms (a task scheduled with
 --                                     unique_for; see schedule_if.lua)
+--   log      runs tally worker keep max_age
+--                                     (before any ran or ran*) record runs in the type's
+--                                     history KEYS[runs] and its tally KEYS[tally] (see
+--                                     the preamble), by this worker, then trim it to its
+--                                     newest `keep` runs and to those that finished at
+--                                     most `max_age` ms before now
+--   ran      started finished attempt occurrence outcome error trace
+--                                     (after one of the outcomes, recorded only if that
+--                                     one is kept) its run, an entry of its own; started
+--                                     is '' when no handler ran
+--   ran*     lines runs               done, and its run recorded as done, for several
+--                                     runs: lines as done*'s, and in `runs` the runs
+--                                     of those lines, a line each, in their order (as
+--                                     the history's batch entries hold them: see the
+--                                     preamble; ms before now, ARGV[1]). The runs of
+--                                     those kept make one entry.
 -- When the id was rescheduled while it ran (it is in due again), the new occurrence wins:
 -- only the run's end is recorded. When it was cancelled (no record), next, retry, dead and
 -- release write nothing else either: a cancelled task stays cancelled.
@@ -36,12 +52,13 @@
 --
 -- KEYS[1] due, KEYS[2] running, KEYS[3] data, KEYS[4] lease, KEYS[5] meta, KEYS[6] dead,
 -- KEYS[7] this call's key, KEYS[8] gate (HASH: the type's gates, see _gate.lua),
--- KEYS[9..] the finished keys that finish ops name
+-- KEYS[9..] the finished keys that finish ops name, and the run history and its tally
+-- that a log op names
 -- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4] how long to keep the
 -- reply for a resent call (ms), ARGV[5..] ops as above
 --
--- Returns a list with, per outcome (file entries excluded, each line of done* counted),
--- 1 (kept) or 0 (stale).
+-- Returns a list with, per outcome (file, spawn, log and ran entries excluded, each line of
+-- done* and ran* counted), 1 (kept) or 0 (stale).
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -62,8 +79,10 @@ end
 
 -- The fields after each op's name.
 local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, hold = 4,
-               file = 3, spawn = 3, finish = 2}
+               file = 3, spawn = 3, finish = 2, log = 5, ran = 7, ['ran*'] = 2}
+local OUTCOMES = {done = true, failed = true, dead = true, aborted = true}
 local items, ids = {}, {}
+local log, batch, runs, tally
 local i = 5
 while i <= #ARGV do
   local op = ARGV[i]
@@ -71,15 +90,49 @@ while i <= #ARGV do
   if not n or i + n > #ARGV then
     return {-2, 'bad op at ' .. i}
   end
-  if op == 'done*' then
+  if op == 'done*' or op == 'ran*' then
+    local first = #items + 1
     for line in string.gmatch(ARGV[i + 1], '[^\n]+') do
       local token, id = string.match(line, '^(%d+)|(.+)$')
       if not token then
-        return {-2, 'bad line in done* at ' .. (i + 1)}
+        return {-2, 'bad line in ' .. op .. ' at ' .. (i + 1)}
       end
       items[#items + 1] = {op = 'done', id = id, token = token}
       ids[#ids + 1] = id
     end
+    if op == 'ran*' then
+      -- Left as they are, unread but for their count: stored together (see below).
+      local count = select(2, string.gsub(ARGV[i + 2], '\n', '\n')) + 1
+      if not log or count ~= #items - first + 1 then
+        return {-2, 'ran* needs a log first, and a run for each line'}
+      end
+      batch = {first = first, last = #items, lines = ARGV[i + 1], runs = ARGV[i + 2]}
+    end
+  elseif op == 'log' then
+    runs, tally = KEYS[tonumber(ARGV[i + 1]) or 0], KEYS[tonumber(ARGV[i + 2]) or 0]
+    if not (runs and tally) or tonumber(ARGV[i + 1]) < 9 or tonumber(ARGV[i + 2]) < 9 then
+      return {-2, 'log needs the run history and its tally'}
+    end
+    local wrong = wrong_type({runs, 'stream', tally, 'string'})
+    if wrong then
+      return {-1, wrong}
+    end
+    local why
+    log, why = run_log(i + 3)
+    if not log then
+      return {-2, why}
+    end
+  elseif op == 'ran' then
+    local run = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6],
+                 ARGV[i + 7]}
+    if #items == 0 or not log then
+      return {-2, 'ran must follow a log and an outcome'}
+    end
+    if not ((run[1] == '' or is_int(run[1])) and is_int(run[2]) and is_digits(run[3])
+            and is_int(run[4]) and OUTCOMES[run[5]]) then
+      return {-2, 'bad run at ' .. i}
+    end
+    items[#items].ran = run
   elseif op == 'file' or op == 'spawn' then
     if #items == 0 then
       return {-2, op .. ' must follow an outcome'}
@@ -199,6 +252,21 @@ if #ended > 0 and redis.call('EXISTS', gate) == 1 then
   end
 elseif hold then
   redis.call('HSET', gate, 'hold', string.format('%d', hold))
+end
+if log then
+  local added = runs_added(runs, tally)
+  local before = added
+  for k, item in ipairs(items) do
+    if kept[k] == 1 and item.ran then
+      added = add_run(runs, added, item.id, item.ran, log)
+    end
+  end
+  if batch then
+    added = add_batch(runs, added, now, batch, kept, log)
+  end
+  if added > before then
+    trim_runs(runs, tally, added, log[2], tonumber(now) - log[3], log[3])
+  end
 end
 if remember > 0 then
   redis.call('SET', call, cjson.encode(kept), 'PX', remember)
