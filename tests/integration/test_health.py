@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -108,23 +109,30 @@ async def test_healthz_fails_while_the_store_is_down_and_recovers_with_it(
 
 
 async def test_a_blocked_event_loop_answers_no_health_check(app: duetime.App) -> None:
+    entered = threading.Event()
+
     @app.task("hog")
     async def hog(payload: dict[str, Any]) -> None:
+        entered.set()
         time.sleep(2)  # noqa: ASYNC251 - the defect under test: a handler blocking the loop
+
+    def probe_while_blocked(port: int) -> bool:
+        # From a thread, once the handler blocks the loop: the probe must go unanswered.
+        # (Probing from the test's own loop would race the block: the loop is the same.)
+        assert entered.wait(10), "the hog never started"
+        try:
+            get(port, "/healthz", timeout=0.5)
+        except OSError:  # no answer in time: the probe fails, as a kubelet's would
+            return True
+        return False
 
     async with running(app, health_port=0, health_interval=INTERVAL) as worker:
         port = health_of(worker).port
         assert (await aget(port, "/healthz"))[0] == 200
+        probe = asyncio.create_task(asyncio.to_thread(probe_while_blocked, port))
+        await asyncio.sleep(0)  # the probe's thread is waiting before the hog can start
         await app.schedule("hog", "h1")
-
-        async def blocked() -> bool:
-            try:
-                await aget(port, "/healthz", wait=0.5)
-            except OSError:  # no answer in time: the probe fails, as a kubelet's would
-                return True
-            return False
-
-        await eventually(blocked, within=10, what="a health check left unanswered")
+        assert await asyncio.wait_for(probe, 15), "a health check answered while blocked"
         await eventually(lambda: worker.running["hog"] == 0, within=10, what="the hog done")
         assert (await aget(port, "/healthz"))[0] == 200
 
