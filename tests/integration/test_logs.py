@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import duetime
-from duetime.worker import executor
+from duetime.worker import executor, job
 from tests.helpers import eventually, has_state, is_gone, running
 
 ISO_MS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
@@ -131,7 +131,8 @@ async def test_a_failure_of_duetimes_own_code_keeps_its_traceback_in_the_dead_le
         raise RuntimeError("duetime bug")
 
     # Every run, on the hot path or through a trigger, builds the handler's context here.
-    monkeypatch.setattr(executor, "_context", broken_context)
+    monkeypatch.setattr(executor, "handler_context", broken_context)
+    monkeypatch.setattr(job, "handler_context", broken_context)
     async with running(app):
         await app.schedule("fine", "f1", payload={"k": 1})
         await eventually(lambda: has_state(app, "fine", "f1", "dead"))

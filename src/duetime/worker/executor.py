@@ -8,27 +8,25 @@ decides what runs and what follows.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection
 from concurrent.futures import Executor as ThreadPool
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from duetime.clock import Clock, from_ms, iso
-from duetime.context import Context
-from duetime.errors import RateLimited, SchemaError, ValidationError
-from duetime.events import EventKind, Events, WorkerEvent
+from duetime.clock import Clock, iso
+from duetime.errors import SchemaError
+from duetime.events import Events, WorkerEvent
 from duetime.record import Record, check_claimed
 from duetime.stores.base import Claim, Outcome, done
 from duetime.tasktype import TaskType
-from duetime.triggers.base import Follow, Next, Trigger
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
 from duetime.worker.handler import call_handler
+from duetime.worker.job import ClaimJob, handler_context
 from duetime.worker.notes import done_run
-from duetime.worker.run import AbortedRun, Run, abort_later, aborted_error, ended
+from duetime.worker.run import Run, ended
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -37,8 +35,6 @@ log = logging.getLogger(__name__)
 
 #: Runs one claim and returns its outcome.
 RunClaim = Callable[[TaskType, float | None, Run], Awaitable[Outcome]]
-
-_new_tuple = tuple.__new__
 
 
 def _shown(text: str) -> str:
@@ -126,7 +122,8 @@ class Executor:
                 # common case and the hot path. What run_once does with a Job, inline (no
                 # coroutine of its own), without a Job unless the handler fails.
                 occurrence = claim.due_ms if record.occurrence_ms is None else record.occurrence_ms
-                ctx, unique = _context(self, task_type, claim, record, occurrence), record.unique_ms
+                ctx = handler_context(self.app, task_type, claim, record, occurrence)
+                unique = record.unique_ms
                 if self.marks:
                     run.fired_ms = self.clock.now()
                 error: Exception | None = None
@@ -142,10 +139,10 @@ class Executor:
                 run.occurrence_ms, run.attempt = occurrence, ctx[3]  # for the history's note
                 failure = ended(run, error)
                 assert failure is not None  # it raised, or it is being aborted
-                job = _Job(self, task_type, time_limit, run, record)
+                job = ClaimJob(self, task_type, time_limit, run, record)
                 job.context = ctx
                 return await job.failed(failure, occurrence, None, None)
-            job = _Job(self, task_type, time_limit, run, record)
+            job = ClaimJob(self, task_type, time_limit, run, record)
             if trigger is None:
                 return await run_once(job)
             return await trigger.run(job)
@@ -181,216 +178,6 @@ class Executor:
             self.events.emit(event)
         filed = claim.record if record is None else record
         return Outcome("dead", claim, None, filed, reason, unique_ms=unique_ms)
-
-
-def _context(
-    executor: Executor, task_type: TaskType, claim: Claim, record: Record, occurrence_ms: int
-) -> Context:
-    """What a handler is told about its run (made with tuple.__new__: a named tuple's own
-    constructor costs twice as much, on every task's path)."""
-    return _new_tuple(
-        Context,
-        (
-            task_type.name,
-            claim.id,
-            from_ms(occurrence_ms),
-            outcome.attempt(claim, record),
-            outcome.occurrence_id(claim.id, occurrence_ms),
-            claim.token,
-            executor.app,
-        ),
-    )
-
-
-class _Job:
-    """One claim being run: the :class:`~duetime.triggers.base.Job` a trigger works with."""
-
-    __slots__ = (
-        "_executor",
-        "_run",
-        "_time_limit",
-        "claim",
-        "context",
-        "occurrence_ms",
-        "record",
-        "result",
-        "task_type",
-    )
-
-    def __init__(
-        self,
-        executor: Executor,
-        task_type: TaskType,
-        time_limit: float | None,
-        run: Run,
-        record: Record,
-    ) -> None:
-        self._executor = executor
-        self._run = run
-        self._time_limit = time_limit
-        self.task_type = task_type
-        self.claim = claim = run.claim
-        self.record = record
-        occurrence = record.occurrence_ms
-        self.occurrence_ms = claim.due_ms if occurrence is None else occurrence
-        self.context: Context | None = None
-        self.result: object = None
-
-    # What the Job protocol reads of the claim, derived when a trigger asks (most never do).
-
-    @property
-    def task_name(self) -> str:
-        return self.task_type.name
-
-    @property
-    def payload_json(self) -> str:
-        return self.record.payload_json
-
-    @property
-    def payload(self) -> dict[str, Any]:
-        return self.record.payload
-
-    @property
-    def failures(self) -> int:
-        return self.record.failures
-
-    @property
-    def has_hook(self) -> bool:
-        return self.task_type.hook is not None
-
-    @property
-    def max_payload_bytes(self) -> int:
-        return self._executor.max_payload_bytes
-
-    def now_ms(self) -> int:
-        return self._executor.clock.now_ms()
-
-    def _event(self, kind: EventKind, due_ms: int | None = None, **fields: Any) -> None:
-        events = self._executor.events
-        if events.wants(kind):
-            claim = self.claim
-            due = claim.due_ms if due_ms is None else due_ms
-            attempt = outcome.attempt(claim, self.record)
-            events.emit(WorkerEvent(kind, self.task_name, claim.id, due, attempt, **fields))
-
-    async def call(self, occurrence_ms: int, *, abort_at_ms: int | None = None) -> Exception | None:
-        executor, claim, run = self._executor, self.claim, self._run
-        if run.aborted is not None:  # aborted before its handler started: it never does
-            return aborted_error(run)
-        ctx = self.context = _context(executor, self.task_type, claim, self.record, occurrence_ms)
-        if executor.marks:
-            run.fired_ms = executor.clock.now()
-            run.occurrence_ms, run.attempt = occurrence_ms, ctx[3]  # ctx.attempt
-        timed = executor.timed
-        if timed:
-            self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)
-            began = time.monotonic()
-        delay = None if abort_at_ms is None else (abort_at_ms - executor.clock.now()) / 1000
-        timer = abort_later(run, delay, self.task_type.is_async, executor.grace)
-        error: Exception | None = None
-        try:
-            self.result = await call_handler(
-                self.task_type, self._time_limit, self.record.payload, ctx, executor.pool
-            )
-        except asyncio.CancelledError:
-            if run.aborted is None:
-                raise
-        except Exception as exc:
-            error = exc
-        finally:
-            if timer is not None:
-                timer.cancel()
-        error = ended(run, error)
-        if timed:
-            took = (time.monotonic() - began) * 1000
-            if error is None:
-                self._event("succeeded", duration_ms=took)
-            else:
-                text = outcome.describe(error)
-                self._event("failed", duration_ms=took, error=text, exception=error)
-        return error
-
-    async def ask_hook(self, payload: dict[str, Any]) -> object:
-        return await self.task_type.ask_hook(payload, self.context)
-
-    def done(self, following: Next | None = None, *, hand_off_ms: int | None = None) -> Outcome:
-        spawn = None
-        if hand_off_ms is not None:
-            spawn = outcome.hand_off(self.claim, self.record, hand_off_ms, self.now_ms())
-        return outcome.success(self.claim, following, spawn, self.record.unique_ms)
-
-    async def failed(
-        self, error: Exception, occurrence_ms: int, state: Trigger | None, follow: Follow | None
-    ) -> Outcome:
-        if isinstance(error, AbortedRun):
-            return await self._aborted(error, follow)
-        claim, record, policy = self.claim, self.record, self.task_type.policy
-        if isinstance(error, RateLimited):  # no attempt counted: the task waits, as it was
-            return outcome.held(self.task_name, claim, error, self.now_ms())
-        failures = record.failures + 1
-        text = outcome.describe(error)
-        trace = self._run.trace = outcome.trace(error)
-        attempt = outcome.attempt(claim, record)
-        if outcome.retries_left(error, policy, failures):
-            now = self.now_ms()
-            try:
-                due = outcome.retry_due(error, policy, failures, now)
-            except ValidationError as exc:
-                log.warning("%s/%s: %s; the back-off applies", self.task_name, claim.id, exc)
-                due = now + policy.backoff.delay_ms(failures)
-            # The traceback of an attempt that is retried only at DEBUG: a flaky handler
-            # would fill the log with it.
-            log.warning(
-                "%s/%s attempt %d failed (%s); retry at %s",
-                self.task_name,
-                claim.id,
-                attempt,
-                text,
-                iso(due),
-                exc_info=error if trace and log.isEnabledFor(logging.DEBUG) else None,
-            )
-            self._event("retried", due, error=text)
-            return outcome.retry(claim, record, occurrence_ms, state, failures, due, text, trace)
-        log.warning(
-            "%s/%s attempt %d failed (%s); sent to the dead letters",
-            self.task_name,
-            claim.id,
-            attempt,
-            text,
-            exc_info=error if trace else None,
-        )
-        self._event("dead_lettered", error=text)
-        following = None if follow is None else await follow()
-        return outcome.given_up(
-            claim,
-            record,
-            occurrence_ms,
-            failures,
-            text,
-            series=follow is not None,
-            following=following,
-            trace=trace,
-        )
-
-    async def _aborted(self, error: AbortedRun, follow: Follow | None) -> Outcome:
-        """The outcome of an aborted run: the task ends, or its series goes on."""
-        why = outcome.describe(error)
-        log.warning("%s/%s: %s", self.task_name, self.claim.id, why)
-        self._event("aborted", error=why)
-        following = None if follow is None else await follow()
-        return outcome.aborted(self.claim, following, why, self.record.unique_ms)
-
-    def tell(self, kind: EventKind, **fields: Any) -> None:
-        events = self._executor.events
-        if events.wants(kind):
-            claim = self.claim
-            events.emit(WorkerEvent(kind, self.task_name, claim.id, claim.due_ms, **fields))
-
-    def missed_ticks(self, latest_ms: int, count: int) -> None:
-        events = self._executor.events
-        if events.wants("missed_ticks"):
-            name, task_id = self.task_name, self.claim.id
-            events.emit(WorkerEvent("missed_ticks", name, task_id, latest_ms, count=count))
 
 
 def _attempt(claim: Claim) -> int:
