@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 import duetime
-import duetime.worker.worker
+import duetime.worker.upkeep
 from tests.helpers import eventually, running
 from tests.servers import RedisServer
 
@@ -107,7 +107,7 @@ async def test_a_running_worker_reports_a_redis_switched_to_evicting(
 ) -> None:
     """The policy was fine at start; someone sets allkeys-lru while the worker runs. The
     worker reads the settings again now and then, and says so in the log as an error."""
-    monkeypatch.setattr(duetime.worker.worker, "UPKEEP_SECONDS", 0.1)
+    monkeypatch.setattr(duetime.worker.upkeep, "UPKEEP_SECONDS", 0.1)
     server = RedisServer("--maxmemory", "50mb", "--maxmemory-policy", "noeviction").start()
     client = server.client()
     app = duetime.App(server.url, namespace=namespace)

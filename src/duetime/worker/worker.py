@@ -13,11 +13,11 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
-from duetime.clock import RESAMPLE_SECONDS, Clock, StoreClock
+from duetime.clock import Clock
 from duetime.errors import UnknownTaskType, ValidationError
 from duetime.events import Events, Listener, WorkerEvent
 from duetime.features.base import WorkerRun
@@ -25,10 +25,16 @@ from duetime.stores.base import Store
 from duetime.worker.abort import AbortWatch
 from duetime.worker.burst import Burst, run_burst
 from duetime.worker.executor import Executor
-from duetime.worker.failures import log_store_failure
 from duetime.worker.leases import renew_loop
 from duetime.worker.outbox import Outbox
 from duetime.worker.runner import TypeRunner
+from duetime.worker.upkeep import (
+    cancel_until_done,
+    close_listener,
+    finish_listener,
+    log_problems,
+    upkeep_loop,
+)
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -43,8 +49,6 @@ L = TypeVar("L", bound=Listener)
 #: How long running handlers may finish after a stop before they are cut short and
 #: their tasks handed back.
 DEFAULT_GRACE_SECONDS = 30.0
-#: How often a running worker samples the store's clock and reads its settings again.
-UPKEEP_SECONDS = RESAMPLE_SECONDS
 
 
 class Host(Protocol):
@@ -268,7 +272,7 @@ class Worker:
             await self._run(store, clock, runners, outbox, listeners)
         finally:
             for listener in reversed(started):
-                await _log_problems(_closer(listener), "release a listener's resources")
+                await log_problems(close_listener(listener), "release a listener's resources")
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
             log.info("worker stopped")
@@ -289,7 +293,7 @@ class Worker:
                 group.create_task(renew_loop(store, runners, clock)),
                 group.create_task(aborts.loop(store)),
                 group.create_task(store.listen(aborts.on_wake)),
-                group.create_task(_upkeep_loop(store, clock)),
+                group.create_task(upkeep_loop(store, clock)),
             ]
             if self.burst is None:
                 helpers.append(group.create_task(outbox.flush_loop(store)))
@@ -308,10 +312,10 @@ class Worker:
             await self._drain()
             if failure is None:  # else the store failed again and again: the leases expire
                 await outbox.final_flush(store)
-            await _cancel_until_done(helpers)
+            await cancel_until_done(helpers)
             for listener in listeners:
-                finish = functools.partial(_finished, listener, store, clock)
-                await _log_problems(finish, "finish the worker's records")
+                finish = functools.partial(finish_listener, listener, store, clock)
+                await log_problems(finish, "finish the worker's records")
         if failure is not None:  # raised once the worker's loops are over, outside the group
             raise failure
 
@@ -352,56 +356,3 @@ def _thread_pool(runners: list[TypeRunner]) -> ThreadPoolExecutor | None:
     """The threads of the plain ``def`` handlers, one per slot (None without any)."""
     slots = sum(r.task_type.policy.concurrency for r in runners if not r.task_type.is_async)
     return ThreadPoolExecutor(slots, thread_name_prefix="duetime-handler") if slots else None
-
-
-def _closer(listener: Listener) -> Callable[[], Awaitable[list[str]]]:
-    async def close() -> list[str]:
-        await listener.close()
-        return []
-
-    return close
-
-
-async def _log_problems(check: Callable[[], Awaitable[list[str]]], what: str) -> None:
-    """Log as errors the problems ``check`` finds with the store (settings that lose tasks
-    or events), or that it could not ``what``."""
-    try:
-        problems = await check()
-    except Exception as exc:
-        log_store_failure(exc, "could not %s: %s", what, exc)
-        return
-    for problem in problems:
-        log.error("%s", problem)
-
-
-async def _finished(listener: Listener, store: Store, clock: Clock) -> list[str]:
-    await listener.finish(store, clock)
-    return []
-
-
-async def _upkeep_loop(store: Store, clock: Clock) -> None:
-    """Once a minute: sample the store's clock again, and read the store's settings, so
-    that one reconfigured to lose tasks since the worker started (a Redis switched to
-    evicting keys) gets an error in the log."""
-
-    async def check() -> list[str]:
-        if isinstance(clock, StoreClock):
-            await clock.sync()
-        return await store.check_settings()
-
-    while True:
-        await asyncio.sleep(UPKEEP_SECONDS)
-        await _log_problems(check, "read the store's clock or settings")
-
-
-async def _cancel_until_done(tasks: list[asyncio.Task[Any]]) -> None:
-    """Cancel tasks and wait for them, cancelling again if one swallowed the cancellation.
-
-    On Python 3.11, asyncio.wait_for (used inside redis-py) can swallow a cancellation that
-    arrives as its inner call completes; a plain cancel() could then leave a task running.
-    """
-    pending = {task for task in tasks if not task.done()}
-    while pending:
-        for task in pending:
-            task.cancel()
-        _, pending = await asyncio.wait(pending, timeout=0.5)

@@ -61,7 +61,7 @@ class Hastener(Listener):
     def loops(self, store: Store, clock: Clock) -> list[Coroutine[Any, Any, None]]:
         """One loop per poller that brings its task forward as instructions end, until
         cancelled: each a task of the worker's own, so that a cancellation a store call
-        swallowed is sent again (see ``worker._cancel_until_done``)."""
+        swallowed is sent again (see ``worker.upkeep.cancel_until_done``)."""
         return [self._hasten_loop(name, store, clock) for name in self._by_type]
 
     async def _hasten_loop(self, name: str, store: Store, clock: Clock) -> None:
