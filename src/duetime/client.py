@@ -279,4 +279,5 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         other._store = None
         other._clock = self._given_clock
         other._opening = None
+        other.registry = self.registry.bound(other)  # its features on the copy's store
         return other

@@ -9,7 +9,7 @@ from typing import Protocol, TypeVar, Unpack
 
 from duetime.clock import Clock
 from duetime.events import Listener
-from duetime.features.base import Feature, WorkerRun
+from duetime.features.base import Connection, Feature, WorkerRun
 from duetime.model import TaskOptions
 from duetime.stores.base import Store
 from duetime.stores.capabilities import require
@@ -65,6 +65,14 @@ class Registry:
     def __iter__(self) -> Iterator[Feature]:
         """The features, in the order they were registered."""
         return iter(self._features.values())
+
+    def bound(self, connection: Connection) -> Registry:
+        """This registry for a detached copy of the app on ``connection``: the same task
+        types, listeners and declarations, each feature bound to the copy's store."""
+        other = Registry(self.types)
+        other.listeners = self.listeners
+        other._features = {kind: f.bound(connection) for kind, f in self._features.items()}
+        return other
 
     def records(self, run: WorkerRun) -> dict[str, RunLog]:
         """The task types of ``run`` whose runs its settles record in the run history, with

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import concurrent.futures
 import logging
 import threading
@@ -16,7 +17,9 @@ from duetime.stores.base import State
 
 if TYPE_CHECKING:
     from duetime.aborts import AbortStatus
-    from duetime.client import Client
+    from duetime.app import App
+    from duetime.features.cron.manage import CronInfo
+    from duetime.features.history.runs import RunInfo
 
 T = TypeVar("T")
 
@@ -35,7 +38,7 @@ class SyncClient:
     :meth:`close` or a ``with`` block.
     """
 
-    def __init__(self, app: Client) -> None:
+    def __init__(self, app: App) -> None:
         self._app = app.detached()  # the same registry, on a connection of its own
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -128,6 +131,54 @@ class SyncClient:
     def counts(self, task_type: str) -> dict[State, int]:
         """See :meth:`App.counts`."""
         return self._call(self._app.counts(task_type))
+
+    # An operator's calls: flow control, run history, cron schedules.
+
+    def pause(self, task_type: str) -> bool:
+        """See :meth:`App.pause`."""
+        return self._call(self._app.pause(task_type))
+
+    def resume(self, task_type: str) -> bool:
+        """See :meth:`App.resume`."""
+        return self._call(self._app.resume(task_type))
+
+    def paused(self) -> set[str]:
+        """See :meth:`App.paused`."""
+        return self._call(self._app.paused())
+
+    def history(
+        self, task_type: str, task_id: str | None = None, *, limit: int = 50
+    ) -> builtins.list[RunInfo]:
+        """The recent runs of a type or of one task, newest first: see :meth:`App.history`."""
+        return self._call(self._app.history(task_type, task_id, limit=limit))
+
+    def add_cron(self, name: str, expression: str, *, task: str, **options: Any) -> bool:
+        """See :meth:`App.add_cron`."""
+        return self._call(self._app.add_cron(name, expression, task=task, **options))
+
+    def crons(self) -> builtins.list[CronInfo]:
+        """See :meth:`App.crons`."""
+        return self._call(self._app.crons())
+
+    def trigger_cron(self, name: str) -> str:
+        """See :meth:`App.trigger_cron`."""
+        return self._call(self._app.trigger_cron(name))
+
+    def backfill_cron(self, name: str, *, start: datetime, end: datetime) -> int:
+        """See :meth:`App.backfill_cron`."""
+        return self._call(self._app.backfill_cron(name, start=start, end=end))
+
+    def pause_cron(self, name: str) -> None:
+        """See :meth:`App.pause_cron`."""
+        self._call(self._app.pause_cron(name))
+
+    def resume_cron(self, name: str) -> None:
+        """See :meth:`App.resume_cron`."""
+        self._call(self._app.resume_cron(name))
+
+    def remove_cron(self, name: str) -> bool:
+        """See :meth:`App.remove_cron`."""
+        return self._call(self._app.remove_cron(name))
 
     def close(self, timeout: float = CLOSE_TIMEOUT_SECONDS) -> None:
         """Refuse new calls, wait up to ``timeout`` seconds for the calls in flight, cut

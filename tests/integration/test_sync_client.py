@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 import duetime
+from tests.helpers import eventually, running
 from tests.servers import RedisServer
 
 THREADS = 8
@@ -82,3 +85,53 @@ def test_close_with_calls_stuck_on_the_server_returns_within_its_bound(namespace
     assert took < 3, took
     assert not [t for t in threads if t.is_alive()], "a thread is still blocked in a call"
     assert outcomes == ["closed"] * THREADS
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+async def test_an_operators_calls_from_blocking_code(
+    kind: str, tmp_path: Path, redis_url: str, namespace: str
+) -> None:
+    """Pause and resume a type, read its run history, and drive a cron schedule, from a
+    script or a view that is not async, against a real worker."""
+    url = f"sqlite:///{tmp_path / 'ops.db'}" if kind == "sqlite" else redis_url
+    app = duetime.App(url, namespace=namespace)
+    ran: list[str] = []
+
+    @app.task("job")
+    async def job(payload: dict[str, object], ctx: duetime.Context) -> None:
+        ran.append(ctx.task_id)
+
+    client = app.sync()
+    try:
+        async with running(app):
+            assert await asyncio.to_thread(client.pause, "job") is True
+            assert await asyncio.to_thread(client.paused) == {"job"}
+            await asyncio.to_thread(client.schedule, "job", "j1")
+            await asyncio.sleep(0.5)
+            assert ran == []  # held while paused
+            assert await asyncio.to_thread(client.resume, "job") is True
+            await eventually(lambda: ran == ["j1"], what="j1 run after the resume")
+
+            assert await asyncio.to_thread(client.add_cron, "hourly", "0 * * * *", task="job")
+            assert [c.name for c in await asyncio.to_thread(client.crons)] == ["hourly"]
+            tick = await asyncio.to_thread(client.trigger_cron, "hourly")
+            assert tick.startswith("hourly@")
+            await eventually(lambda: tick in ran, what="the triggered tick run")
+            end = datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+            backfilled = await asyncio.to_thread(
+                client.backfill_cron, "hourly", start=end - timedelta(hours=2), end=end
+            )
+            assert backfilled == 2
+            await eventually(lambda: len(ran) == 4, what="the two backfilled ticks run")
+
+            async def recorded() -> bool:
+                runs = await asyncio.to_thread(client.history, "job")
+                return len(runs) == 4 and {r.outcome for r in runs} == {"done"}
+
+            await eventually(recorded, what="four runs in the history")
+            (one,) = await asyncio.to_thread(client.history, "job", "j1")
+            assert one.task_id == "j1"
+            assert await asyncio.to_thread(client.remove_cron, "hourly") is True
+    finally:
+        await asyncio.to_thread(client.close)
+        await app.close()

@@ -88,6 +88,12 @@ class Feature:
         listeners the worker adds for it (none by default)."""
         return ()
 
+    def bound(self, connection: Connection) -> Feature:
+        """This feature as another client of the app uses it (a detached copy on a store
+        object of its own, in another event loop): the same declarations on
+        ``connection``. The feature itself unless it keeps a connection."""
+        return self
+
     def records(self, run: WorkerRun) -> Mapping[str, RunLog]:
         """The task types of ``run.types`` whose runs the worker records in the store's run
         history (:data:`~duetime.stores.capabilities.RUN_HISTORY`, which the feature then

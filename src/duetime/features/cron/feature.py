@@ -15,8 +15,13 @@ from duetime.stores.capabilities import SCHEDULE_NAMES, Capability
 class CronFeature(Feature):
     """An app's cron schedules: those its code declares, and those in its store."""
 
-    def __init__(self, connection: Connection) -> None:
-        self.named = NamedTriggers(connection.open, connection.now_ms)
+    def __init__(self, connection: Connection, named: NamedTriggers | None = None) -> None:
+        if named is None:
+            named = NamedTriggers(connection.open, connection.now_ms)
+        self.named = named
+
+    def bound(self, connection: Connection) -> CronFeature:
+        return CronFeature(connection, self.named.bound(connection.open, connection.now_ms))
 
     def needs(self) -> Sequence[tuple[Capability[Any], str]]:
         return [(SCHEDULE_NAMES, "cron schedules")]

@@ -86,6 +86,17 @@ class NamedTriggers:
         self._now_ms = now_ms
         self.declared: dict[str, Declared] = {}
 
+    def bound(
+        self,
+        open_store: Callable[[], Awaitable[Store]],
+        now_ms: Callable[[], Awaitable[int]],
+    ) -> NamedTriggers:
+        """The same declared triggers (shared: one declared later is seen by both), on
+        another store connection."""
+        other = NamedTriggers(open_store, now_ms)
+        other.declared = self.declared
+        return other
+
     async def _names(self) -> ScheduleNames:
         return use(await self._open(), SCHEDULE_NAMES)
 
