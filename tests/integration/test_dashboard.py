@@ -376,7 +376,7 @@ async def test_reading_any_type_name_never_declares_it_on_the_app(app: duetime.A
             assert (await c.get(f"/types/{name}")).status_code == 404
             assert (await c.get("/types/" + name + "?state=dead&id=x")).status_code == 404
             page = await c.get("/task?" + urlencode({"type": name, "id": "x"}))
-            assert page.status_code == 200 and "No task" in page.text
+            assert page.status_code == 404 and "no task type" in page.text
             r = await c.post(f"/actions/retry-dead?type={name}", headers=SAME)
             assert r.status_code == 404
         overview = (await c.get("/")).text

@@ -45,6 +45,8 @@ async def task_type(app: App, request: Request) -> tuple[str, dict[str, Any]] | 
 async def task(app: App, request: Request) -> tuple[str, dict[str, Any]]:
     name, task_id = request.query_params.get("type", ""), request.query_params.get("id", "")
     types = request.app.state.types
+    if name and not await types.shows(name):
+        raise data.NotShown(name)  # 404, as the type's own page answers
     info = await data.task(types, name, task_id) if name and task_id else None
     runs = await data.runs(types, name, task_id) if name and task_id else []
     return "task.html", {"task_type": name, "task_id": task_id, "info": info, "runs": runs}
