@@ -74,8 +74,8 @@ def test_manage_py_duetime_schedules_lists_and_runs_on_the_projects_app(
 ) -> None:
     payload = json.dumps({"email": "ana@example.com"})
     done = manage(
-        env, "duetime", "schedule", "welcome", "ana", "--payload", payload, "--delay", "1"
-    )
+        env, "duetime", "schedule", "welcome", "ana", "--payload", payload, "--delay", "4"
+    )  # long enough to be listed by the next command (a Django process start) under load
     assert done.returncode == 0, done.stderr
     listed = manage(env, "duetime", "ls", "--json")
     assert listed.returncode == 0, listed.stderr

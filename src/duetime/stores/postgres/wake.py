@@ -43,12 +43,12 @@ async def listen(config: PostgresConfig, on_wake: WakeCallback) -> None:
                 config.conninfo, autocommit=True, **connect_kwargs(config)
             )
             async with conn:
-                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(config.channel)))
+                await conn.execute(_listen(config))
                 outage.ok()
                 failures = 0
                 log.debug("listening for wake-ups on %s", config.channel)
                 _call(on_wake, "*", 0)  # anything written while no one listened
-                await _receive(conn, on_wake)
+                await _receive(conn, on_wake, _listen(config))
         except psycopg.Error as exc:
             failures += 1
             delay = backoff_delay(failures, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS)
@@ -58,7 +58,13 @@ async def listen(config: PostgresConfig, on_wake: WakeCallback) -> None:
             await asyncio.sleep(delay)
 
 
-async def _receive(conn: psycopg.AsyncConnection[object], on_wake: WakeCallback) -> None:
+def _listen(config: PostgresConfig) -> sql.Composed:
+    return sql.SQL("LISTEN {}").format(sql.Identifier(config.channel))
+
+
+async def _receive(
+    conn: psycopg.AsyncConnection[object], on_wake: WakeCallback, ping: sql.Composed
+) -> None:
     while True:
         async for note in conn.notifies(timeout=PING_SECONDS):
             due, _, task_type = note.payload.partition(" ")
@@ -70,7 +76,10 @@ async def _receive(conn: psycopg.AsyncConnection[object], on_wake: WakeCallback)
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("wake-up: %s due at %s", task_type, iso(due_ms))
             _call(on_wake, task_type, due_ms)
-        await conn.execute(b"SELECT 1")  # raises if the connection is dead
+        # Raises if the connection is dead. The LISTEN again (a no-op for a channel already
+        # listened to) rather than a SELECT 1 keeps the connection's last statement, which
+        # pg_stat_activity shows, telling an operator what the connection is for.
+        await conn.execute(ping)
 
 
 def _call(on_wake: WakeCallback, task_type: str, due_ms: int) -> None:
