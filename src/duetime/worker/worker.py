@@ -15,6 +15,7 @@ import secrets
 import socket
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from duetime.clock import Clock
@@ -22,6 +23,7 @@ from duetime.errors import UnknownTaskType, ValidationError
 from duetime.events import Events, Listener, WorkerEvent
 from duetime.features.base import WorkerRun
 from duetime.stores.base import Store
+from duetime.validate import duration_ms
 from duetime.worker.abort import AbortWatch
 from duetime.worker.burst import Burst, run_burst
 from duetime.worker.executor import Executor
@@ -79,7 +81,8 @@ class Worker:
     Args:
         app: the app whose registry (task types, features, listeners) and store to use.
         types: the task types to run; default every type with a handler.
-        grace: seconds running handlers get to finish after :meth:`stop`.
+        grace: seconds (or a timedelta) running handlers get to finish after :meth:`stop`;
+            0 cuts them short at once. Not a finite duration: ValidationError.
         listeners: :class:`~duetime.Listener` objects told of each claim, run, retry,
             dead letter and missed tick (after the app's own, :meth:`App.add_listener`).
         monitored: keep a heartbeat record and per-minute counts in the store, for
@@ -100,7 +103,7 @@ class Worker:
         app: Host,
         types: Sequence[str] | None = None,
         *,
-        grace: float = DEFAULT_GRACE_SECONDS,
+        grace: float | timedelta = DEFAULT_GRACE_SECONDS,
         listeners: Iterable[Listener] = (),
         monitored: bool = True,
         burst: Burst | bool = False,
@@ -134,7 +137,8 @@ class Worker:
             if task_type.handler is None:
                 raise ValidationError("types", f"{name!r} is declared without a handler")
             self._runners[name] = TypeRunner(task_type)
-        self.grace = grace
+        # Seconds, finite and not negative (0: cut handlers short at once on stop).
+        self.grace = duration_ms("grace", grace, allow_zero=True) / 1000
         self.started = asyncio.Event()
 
     @property
