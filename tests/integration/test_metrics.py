@@ -417,3 +417,35 @@ def test_the_worker_command_serves_metrics(tmp_path: Path, redis_url: str, names
         _, stderr = proc.communicate(timeout=15)
     assert proc.returncode == 0, stderr
     assert f"metrics served at http://127.0.0.1:{port}/metrics" in stderr
+
+
+async def test_an_aborted_run_counts_as_aborted_not_failed(app: duetime.App) -> None:
+    started = asyncio.Event()
+
+    @app.task("slow", retries=3)
+    async def slow(payload: dict[str, Any]) -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    @app.task("flaky", retries=0)
+    async def flaky(payload: dict[str, Any]) -> None:
+        raise RuntimeError("down")
+
+    async with running(app, metrics_port=0) as worker:
+        await app.schedule("slow", "s1")
+        await asyncio.wait_for(started.wait(), 10)
+        assert await app.abort("slow", "s1") == "aborted"
+        await app.schedule("flaky", "f1")
+
+        async def counted() -> bool:
+            samples = await scrape(worker)
+            return (
+                value(samples, "duetime_tasks_aborted_total", type="slow") == 1
+                and value(samples, "duetime_tasks_failed_total", type="flaky") == 1
+            )
+
+        await eventually(counted, what="the abort and the failure counted")
+        samples = await scrape(worker)
+    assert value(samples, "duetime_tasks_failed_total", type="slow") == 0
+    assert value(samples, "duetime_running_tasks", type="slow") == 0
+    assert value(samples, "duetime_tasks_aborted_total", type="flaky") == 0

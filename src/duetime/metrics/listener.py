@@ -14,6 +14,7 @@ from prometheus_client.metrics_core import (
 )
 
 from duetime.events import Listener, WorkerEvent
+from duetime.worker.run import AbortedRun
 
 #: Lateness buckets, in seconds (Prometheus' unit): 1 ms to 60 s, about 2.5x apart, so
 #: that p99 can be told apart both for a worker on time to the millisecond and for one
@@ -45,6 +46,7 @@ COUNTERS = (
     ("succeeded", "tasks_succeeded", "Handlers that returned."),
     ("failed", "tasks_failed", "Handlers that raised or timed out."),
     ("retried", "tasks_retried", "Failed attempts to be tried again."),
+    ("aborted", "tasks_aborted", "Runs aborted (App.abort, or a cron schedule's cancel_other)."),
     (
         "dead_lettered",
         "tasks_dead_lettered",
@@ -83,6 +85,7 @@ class _Tally:
     """The numbers of one task type."""
 
     __slots__ = (
+        "aborted",
         "dead_lettered",
         "duration",
         "failed",
@@ -96,7 +99,7 @@ class _Tally:
 
     def __init__(self) -> None:
         self.fired = self.succeeded = self.failed = self.retried = 0
-        self.dead_lettered = self.missed_ticks = self.running = 0
+        self.dead_lettered = self.missed_ticks = self.running = self.aborted = 0
         self.lateness = _Histogram(LATENESS_BUCKETS)
         self.duration = _Histogram(DURATION_BUCKETS)
 
@@ -146,7 +149,12 @@ class MetricsListener(Listener):
         self._ended(event).succeeded += 1
 
     def failed(self, event: WorkerEvent) -> None:
-        self._ended(event).failed += 1
+        tally = self._ended(event)
+        if not isinstance(event.exception, AbortedRun):  # counted by aborted(), which follows
+            tally.failed += 1
+
+    def aborted(self, event: WorkerEvent) -> None:
+        self._of(event.task_type).aborted += 1
 
     def _ended(self, event: WorkerEvent) -> _Tally:
         tally = self._of(event.task_type)
