@@ -255,6 +255,13 @@ class Abort(Exception):
         super().__init__(reason)
 
 
+class AbortedRun(Abort):
+    """Not raised by handlers: what the handler call of a run aborted from outside
+    (:meth:`App.abort`, a cron schedule's ``cancel_other``) gives its trigger and the
+    listeners' ``failed`` event in place of the handler's own end (an :class:`Abort`:
+    never retried)."""
+
+
 class RateLimited(Exception):
     """Raised by a handler when what it calls says "too many requests": no worker starts a
     task of its type until ``after`` has passed (by the store's clock), and this task goes

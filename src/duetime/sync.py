@@ -9,7 +9,7 @@ import logging
 import threading
 from collections.abc import Coroutine, Iterable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
 from duetime.errors import ClientClosed
 from duetime.model import Task, TaskInfo
@@ -17,13 +17,28 @@ from duetime.stores.base import State
 
 if TYPE_CHECKING:
     from duetime.aborts import AbortStatus
-    from duetime.app import App
+    from duetime.client import Client
     from duetime.features.cron.manage import CronInfo
     from duetime.features.history.runs import RunInfo
 
 T = TypeVar("T")
 
 log = logging.getLogger(__name__)
+
+
+class Operated(Protocol):
+    """The App's own calls (beyond the Client's) that the blocking client offers."""
+
+    async def pause(self, task_type: str) -> bool: ...
+
+    async def resume(self, task_type: str) -> bool: ...
+
+    async def paused(self) -> set[str]: ...
+
+    async def history(
+        self, task_type: str, task_id: str | None = None, *, limit: int = ...
+    ) -> list[RunInfo]: ...
+
 
 #: How long :meth:`SyncClient.close` waits for the calls in flight, and then for the store
 #: to close, before it cuts them short.
@@ -38,8 +53,10 @@ class SyncClient:
     :meth:`close` or a ``with`` block.
     """
 
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: Client) -> None:
         self._app = app.detached()  # the same registry, on a connection of its own
+        # App.sync() makes it, so the app has the App's calls too.
+        self._ops = cast(Operated, self._app)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="duetime-sync", daemon=True
@@ -136,21 +153,21 @@ class SyncClient:
 
     def pause(self, task_type: str) -> bool:
         """See :meth:`App.pause`."""
-        return self._call(self._app.pause(task_type))
+        return self._call(self._ops.pause(task_type))
 
     def resume(self, task_type: str) -> bool:
         """See :meth:`App.resume`."""
-        return self._call(self._app.resume(task_type))
+        return self._call(self._ops.resume(task_type))
 
     def paused(self) -> set[str]:
         """See :meth:`App.paused`."""
-        return self._call(self._app.paused())
+        return self._call(self._ops.paused())
 
     def history(
         self, task_type: str, task_id: str | None = None, *, limit: int = 50
     ) -> builtins.list[RunInfo]:
         """The recent runs of a type or of one task, newest first: see :meth:`App.history`."""
-        return self._call(self._app.history(task_type, task_id, limit=limit))
+        return self._call(self._ops.history(task_type, task_id, limit=limit))
 
     def add_cron(self, name: str, expression: str, *, task: str, **options: Any) -> bool:
         """See :meth:`App.add_cron`."""

@@ -13,8 +13,8 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 
+from duetime.errors import AbortedRun
 from duetime.events import Listener, WorkerEvent
-from duetime.worker.run import AbortedRun
 
 #: Lateness buckets, in seconds (Prometheus' unit): 1 ms to 60 s, about 2.5x apart, so
 #: that p99 can be told apart both for a worker on time to the millisecond and for one

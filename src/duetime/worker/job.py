@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from duetime.clock import Clock, from_ms, iso
 from duetime.context import Context
-from duetime.errors import RateLimited, ValidationError
+from duetime.errors import AbortedRun, RateLimited, ValidationError
 from duetime.events import EventKind, Events, WorkerEvent
 from duetime.record import Record
 from duetime.stores.base import Claim, Outcome
@@ -20,7 +20,7 @@ from duetime.tasktype import TaskType
 from duetime.triggers.base import Follow, Next, Trigger
 from duetime.worker import outcome
 from duetime.worker.handler import call_handler
-from duetime.worker.run import AbortedRun, Run, abort_later, aborted_error, ended
+from duetime.worker.run import Run, abort_later, aborted_error, ended
 
 if TYPE_CHECKING:
     from duetime.client import Client

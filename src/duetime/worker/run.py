@@ -10,7 +10,7 @@ import functools
 import logging
 from dataclasses import dataclass
 
-from duetime.errors import Abort
+from duetime.errors import AbortedRun
 from duetime.stores.base import Claim, Outcome
 
 log = logging.getLogger(__name__)
@@ -49,11 +49,6 @@ class Run:
     outcome: Outcome | None = None
     aborted: str | None = None
     cut: asyncio.TimerHandle | None = None
-
-
-class AbortedRun(Abort):
-    """What the handler call of an aborted run gives its trigger in place of the handler's
-    own end (an :class:`~duetime.Abort`: never retried)."""
 
 
 def aborted_error(run: Run) -> AbortedRun:
