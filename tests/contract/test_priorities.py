@@ -164,3 +164,38 @@ async def test_keep_leaves_the_pending_priority(app: duetime.App) -> None:
     await app.schedule("mail", "m1", priority=-2, if_exists="replace", unique_for=60)
     info = await app.get("mail", "m1")
     assert info is not None and info.priority == -2
+
+
+async def test_a_type_that_gets_priorities_late_keeps_its_earlier_tasks(store: Store) -> None:
+    # A backlog of priority 0 first (claimed as a type without priorities would be)...
+    await put(store, *((f"old{i}", -100 + i, 0) for i in range(5)))
+    assert ids((await claim(store, limit=1)).claims) == ["old0"]
+    # ... then a task of another priority: it goes first, and the backlog still follows.
+    await put(store, ("new", -1, 3), ("low", -200, -3))
+    assert ids((await claim(store, limit=2)).claims) == ["new", "old1"]
+    assert ids((await claim(store)).claims) == ["old2", "old3", "old4", "low"]
+
+
+async def test_a_reaped_hastened_or_revived_task_keeps_its_priority(store: Store) -> None:
+    await put(store, ("p", -10, 7), ("later", 60_000, 9), ("z", -20, 0))
+    (first,) = (await claim(store, limit=1)).claims
+    assert first.id == "p"
+    # its lease expires: reaped back to due, still first
+    reaped = await claim(store, now=T0 + LEASE + 1, limit=1)
+    assert ids(reaped.claims) == ["p"] and reaped.reaped == 1
+    assert await store.hasten("mail", "later", T0 - 5) is True
+    assert ids((await claim(store, now=T0 + LEASE + 2, limit=1)).claims) == ["later"]
+    (z,) = (await claim(store, now=T0 + LEASE + 3, limit=1)).claims
+    assert await store.settle("mail", [Outcome("dead", z, None, REC, "gone")], T0) == [True]
+    assert await store.revive("mail", "z", T0) is True
+    got = await store.get("mail", "z")
+    assert got is not None and (got.state, got.priority) == ("due", 0)
+
+
+async def test_a_cancelled_task_is_not_claimed_and_its_priority_goes(store: Store) -> None:
+    await put(store, ("a", -10, 5), ("b", -5, 5), ("c", -1, 0))
+    assert await store.cancel("mail", "a") is True
+    assert ids((await claim(store)).claims) == ["b", "c"]
+    await put(store, ("a", -1, 0))  # the id again, of priority 0
+    got = await store.get("mail", "a")
+    assert got is not None and got.priority == 0
