@@ -28,7 +28,7 @@ from duetime.features.telemetry.feature import TelemetryFeature
 from duetime.health import DEFAULT_HEALTH_HOST, DEFAULT_HEALTH_INTERVAL, WorkerHealth
 from duetime.model import History, Pacing, TaskOptions, TaskPolicy
 from duetime.tasktype import Handler, TaskType, call_mode, gate_of
-from duetime.validate import check_name, check_partitions
+from duetime.validate import check_name, check_partitions, check_priority
 
 if TYPE_CHECKING:
     from duetime.metrics import WorkerMetrics
@@ -111,7 +111,8 @@ class App(
         app's). ``retries`` defaults to 3, or 0 with at-most-once delivery. ``rate``
         (``"100/s"``, ``"N/m"``, ``"N/h"`` or a :class:`~duetime.Rate`) and
         ``global_concurrency`` limit the type's starts and runs across every worker (see
-        the flow control guide).
+        the flow control guide); ``priority`` (-100 to 100) is that of its tasks scheduled
+        without one.
 
         Raises:
             ValidationError: a bad name or option, or a name already registered.
@@ -121,6 +122,7 @@ class App(
         pacing = given.pop("pacing", None) or Pacing()
         partitions = check_partitions(given.pop("partitions", 1))
         history = check_setting("history", given.pop("history", None))
+        priority = check_priority(given.pop("priority", 0))
         policy = TaskPolicy.from_options(**given)
         gate_of(policy, partitions)  # refused here, at registration, rather than when used
         types = self.types
@@ -129,6 +131,7 @@ class App(
             mode = call_mode(fn, cron=False)
             task_type = TaskType(name, None, policy, pacing, partitions=partitions)
             task_type.history = history
+            task_type.priority = priority
             task_type.bind(fn, mode)
             task_type.scheduler = types.scheduler
             return types.add(task_type)

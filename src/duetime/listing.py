@@ -44,4 +44,5 @@ def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
         from_ms(stored.score_ms) if running and in_range(stored.score_ms) else None,
         kind,
         trace,
+        stored.priority,
     )

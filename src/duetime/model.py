@@ -88,11 +88,13 @@ class TaskOptions(PolicyOptions, total=False):
     (``pacing``: :class:`Pacing`), how many partitions its tasks are spread over
     (``partitions``, 1 to 256; every process must give the same number), and how much of
     its run history it keeps (``history``: a :class:`History`, True for the defaults, False
-    for none; by default the app's)."""
+    for none; by default the app's), and the priority of its tasks scheduled without one
+    (``priority``, -100 to 100, default 0)."""
 
     pacing: Pacing | None
     partitions: int
     history: History | bool | None
+    priority: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -264,6 +266,7 @@ class Task:
     limit: int | None = None
     if_exists: IfExists = "replace"
     unique_for: timedelta | None = None
+    priority: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +304,7 @@ class TaskInfo:
             and at most 8 KB; None when nothing failed, or the failure had none to keep (a
             :class:`~duetime.Retry` or :class:`~duetime.Abort`, a time limit in a thread,
             a record that could not be read).
+        priority: its priority (-100 to 100; higher is claimed first among due tasks).
     """
 
     task_type: str
@@ -315,3 +319,4 @@ class TaskInfo:
     lease_expires: datetime | None = None
     kind: str = "once"
     traceback: str | None = None
+    priority: int = 0

@@ -11,7 +11,14 @@ from duetime.record import Record
 from duetime.stores.base import NewTask
 from duetime.stores.conditional import MODES
 from duetime.triggers.periodic import Periodic
-from duetime.validate import check_id, check_int, duration_ms, encode_payload, to_ms
+from duetime.validate import (
+    check_id,
+    check_int,
+    check_priority,
+    duration_ms,
+    encode_payload,
+    to_ms,
+)
 
 #: The nominal length of a calendar step of a day and of a month, kept in the record's
 #: period for versions of duetime without calendar intervals (triggers.periodic).
@@ -19,15 +26,19 @@ DAY_MS = 86_400_000
 MONTH_MS = 30 * DAY_MS
 
 
-def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
+def new_task(
+    task: Task, now_ms: int | None, max_payload_bytes: int, default_priority: int = 0
+) -> NewTask:
     """Check one task (its type is checked by the caller) and build what the store writes.
 
-    ``now_ms`` may be None when the task has ``at``.
+    ``now_ms`` may be None when the task has ``at``; ``default_priority`` is its type's,
+    for a task without a priority of its own.
 
     Raises:
         ValidationError: naming the bad field.
     """
     check_id(task.task_id)
+    priority = default_priority if task.priority is None else check_priority(task.priority)
     if task.at is not None and task.delay is not None:
         raise ValidationError("at", "give either at or delay, not both")
     if task.at is not None:
@@ -44,7 +55,7 @@ def new_task(task: Task, now_ms: int | None, max_payload_bytes: int) -> NewTask:
     # A series' record names the occurrence it waits for (see triggers.periodic).
     occurrence = None if trigger is None else due
     record = Record(payload, trigger, occurrence, unique_ms=unique_ms(task))
-    return NewTask(task.task_id, due, record.encode())
+    return NewTask(task.task_id, due, record.encode(), priority)
 
 
 def _series(task: Task, due_ms: int) -> Periodic | None:

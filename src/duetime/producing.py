@@ -42,6 +42,7 @@ class ProducerCalls:
         limit: int | None = ...,
         if_exists: IfExists = ...,
         unique_for: None = ...,
+        priority: int | None = ...,
     ) -> datetime: ...
 
     @overload
@@ -58,6 +59,7 @@ class ProducerCalls:
         limit: int | None = ...,
         if_exists: IfExists = ...,
         unique_for: timedelta | float,
+        priority: int | None = ...,
     ) -> datetime | None: ...
 
     async def schedule(
@@ -73,6 +75,7 @@ class ProducerCalls:
         limit: int | None = None,
         if_exists: IfExists = "replace",
         unique_for: timedelta | float | None = None,
+        priority: int | None = None,
     ) -> datetime | None:
         """Schedule a task; if ``(task_type, task_id)`` exists, move it and replace its payload
         (unless ``if_exists`` says otherwise).
@@ -97,6 +100,10 @@ class ProducerCalls:
             unique_for: when a run of the task finished (done or dead) less than this long
                 ago, write nothing and return None. Only runs of tasks scheduled with
                 ``unique_for`` are remembered, each for the window it was scheduled with.
+            priority: -100 to 100 (default: the type's, 0 unless it says): among the
+                type's due tasks, higher is claimed first, equal priorities earliest due
+                first. No task starts before its due time. A ``"keep"`` or ``"merge"``
+                into a pending task leaves its priority as it is.
 
         Returns:
             When the task is due, as an aware UTC datetime (with ``"keep"``, the pending
@@ -120,6 +127,7 @@ class ProducerCalls:
             limit,
             if_exists,
             unique_for,  # type: ignore[arg-type]
+            priority,
         )
         store, new = await _prepare(self, spec)
         if if_exists == "replace" and unique_for is None:
@@ -138,6 +146,7 @@ class ProducerCalls:
         every: timedelta | CalendarInterval | float | None = None,
         until: datetime | None = None,
         limit: int | None = None,
+        priority: int | None = None,
     ) -> str:
         """Schedule a new task under an id duetime picks, and return that id.
 
@@ -152,7 +161,17 @@ class ProducerCalls:
                 written (submitting again may then make a second task: use
                 :meth:`schedule` with an id of your own where that matters).
         """
-        spec = Task(task_type, new_task_id(), at, delay, payload, every, until, limit)  # type: ignore[arg-type]
+        spec = Task(
+            task_type,
+            new_task_id(),
+            at,
+            delay,  # type: ignore[arg-type]
+            payload,
+            every,  # type: ignore[arg-type]
+            until,
+            limit,
+            priority=priority,
+        )
         store, new = await _prepare(self, spec)
         for draw in range(SUBMIT_TRIES):
             if draw:  # the id is taken: the same task under another
@@ -181,7 +200,9 @@ class ProducerCalls:
         by_type: dict[str, list[tuple[Task, NewTask]]] = {}
         for n, spec in enumerate(specs):
             try:
-                new = new_task(spec, now, self.max_payload_bytes)
+                new = new_task(
+                    spec, now, self.max_payload_bytes, self.types[spec.task_type].priority
+                )
             except ValidationError as exc:
                 raise type(exc)(f"tasks[{n}].{exc.field}", exc.problem) from None
             by_type.setdefault(spec.task_type, []).append((spec, new))
@@ -200,12 +221,12 @@ class ProducerCalls:
 
 async def _prepare(client: ClientSide, spec: Task) -> tuple[Store, NewTask]:
     """Check one task (before any connection when it has ``at``) and open the store."""
-    client.task_type(spec.task_type)
+    default = client.task_type(spec.task_type).priority
     if spec.at is not None:  # refused at the door, before any connection is made
-        new = new_task(spec, None, client.max_payload_bytes)
+        new = new_task(spec, None, client.max_payload_bytes, default)
         return await client.open(), new
     store = await client.open()
-    return store, new_task(spec, client.clock.now_ms(), client.max_payload_bytes)
+    return store, new_task(spec, client.clock.now_ms(), client.max_payload_bytes, default)
 
 
 async def _write_if(

@@ -109,6 +109,8 @@ class TaskType:
     partitions: int = 1
     #: How much of its run history it keeps: a History, False for none, None for the app's.
     history: History | bool | None = None
+    #: The priority of its tasks scheduled without one (-100 to 100).
+    priority: int = 0
     #: The app's ``schedule`` call, for :meth:`schedule`.
     scheduler: Callable[..., Awaitable[datetime]] | None = field(default=None, repr=False)
     is_async: bool = field(init=False)

@@ -152,6 +152,21 @@ def check_int(field: str, value: object, *, minimum: int = 1) -> int:
     return value
 
 
+#: The range of a task's priority: higher is claimed first among due tasks (docs/flow.md).
+MIN_PRIORITY, MAX_PRIORITY = -100, 100
+
+
+def check_priority(value: object, field: str = "priority") -> int:
+    """Return ``value`` if it is a priority: an integer (not a bool) of -100 to 100."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValidationError(field, f"must be an integer, not {type(value).__name__}")
+    if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+        raise ValidationError(
+            field, f"must be between {MIN_PRIORITY} and {MAX_PRIORITY}, not {value}"
+        )
+    return value
+
+
 def to_ms(field: str, value: object) -> int:
     """Epoch milliseconds of an aware datetime, rounded up: a task never runs before the
     moment it was asked for."""

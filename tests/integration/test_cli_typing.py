@@ -115,7 +115,9 @@ def test_every_bad_value_names_its_option_and_says_what_is_taken(env: dict[str, 
         assert f"'{option}'" in result.stderr and said in result.stderr, result.stderr
     result = invoke("worker", "typedapp:app", "--grace", "soon")
     assert result.exit_code == 2 and "'--grace'" in result.stderr
-    assert ok("ls", "--state", "all") == "type\tid\tstate\tdue\tattempts\terror\n"  # none made
+    assert (
+        ok("ls", "--state", "all") == "type\tid\tstate\tdue\tattempts\tpriority\terror\n"
+    )  # none made
     ok(
         "schedule",
         "mail",
@@ -167,7 +169,7 @@ def test_module_app_mistakes_say_what_is_wrong_and_what_to_give(env: dict[str, s
 
 
 def test_ls_all_states_and_empty_listings(env: dict[str, str]) -> None:
-    header = "type\tid\tstate\tdue\tattempts\terror"
+    header = "type\tid\tstate\tdue\tattempts\tpriority\terror"
     empty = invoke("ls", "mail")
     assert empty.exit_code == 0 and empty.stdout == header + "\n"
     assert empty.stderr == "no due tasks of mail\n"
@@ -239,3 +241,13 @@ def test_schedule_warns_when_no_worker_ran_on_the_store_in_the_last_minute(
     for args in (["schedule", "mail", "m2"], ["submit", "mail"]):
         result = invoke(*args)
         assert result.exit_code == 0 and result.stderr == "", result.output
+
+
+def test_schedule_with_a_priority_shows_it_and_refuses_a_bad_one(env: dict[str, str]) -> None:
+    ok("schedule", "mail", "p1", "--delay", "1h", "--priority", "12")
+    assert shown("mail", "p1")["priority"] == 12
+    listed = ok("ls", "mail").splitlines()
+    assert listed[1].split("\t")[1:6:4] == ["p1", "12"]
+    bad = invoke("schedule", "mail", "p2", "--priority", "101")
+    assert bad.exit_code != 0 and "priority" in bad.output
+    assert invoke("show", "mail", "p2").exit_code == 3  # nothing written

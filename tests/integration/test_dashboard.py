@@ -593,3 +593,10 @@ async def test_the_trigger_button_runs_a_cron_schedule_once_now(app: duetime.App
     (run,) = [t for t in await app.list("mail") if t.task_id.startswith("nightly@")]
     assert run.payload == {"k": 1}
     assert await app.next_runs("nightly", 2) == before
+
+
+async def test_the_task_page_shows_its_priority(app: duetime.App) -> None:
+    await app.schedule("mail", "p", delay=60, priority=-7)
+    async with client(create_app(app, token=TOKEN)) as c:
+        page = (await c.get("/task?" + urlencode({"type": "mail", "id": "p"}))).text
+    assert '<dt>priority</dt><dd class="priority">-7</dd>' in page

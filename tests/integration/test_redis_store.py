@@ -231,6 +231,7 @@ async def test_a_resent_claim_returns_the_same_claims(store: RedisStore, namespa
     k = type_keys(namespace, "mail")
     await store.schedule("mail", [NewTask(f"t{i}", T0, REC) for i in range(3)])
     keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, "c1"), k.gate]
+    keys += (k.order, k.lane)
     args = [T0, 2, 1000, 1, "0", 0, 15_000]
 
     first = await store._run("claim_due", keys, args)
@@ -287,8 +288,8 @@ async def test_a_resent_schedule_of_a_task_due_soon_is_not_written_twice(
 
     k = type_keys(namespace, "mail")
     now = int(await store.time_ms())
-    keys = [k.due, k.data, k.dead, k.meta, k.fence, call_key(k, "s1")]
-    args = ["ch", "mail", "0", "", "soon", now, REC]
+    keys = [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, call_key(k, "s1")]
+    args = ["ch", "mail", "0", "", "", "soon", now, REC]
     assert await store._run("schedule", keys, args) == [1]
     (c,) = (
         await store.claim(
@@ -313,11 +314,11 @@ async def test_a_resent_submit_answers_as_the_first_send_did(
     now = int(await store.time_ms())
     await store._run(
         "schedule",
-        [k.due, k.data, k.dead, k.meta, k.fence, call_key(k, "s0")],
-        ["ch", "mail", "0", "", "held", now + 3_600_000, REC],
+        [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, call_key(k, "s0")],
+        ["ch", "mail", "0", "", "", "held", now + 3_600_000, REC],
     )
-    keys = [k.due, k.data, k.dead, k.meta, k.fence, call_key(k, "s2")]
-    args = ["ch", "mail", "1", "", "fresh", now, REC, "held", now, record_text('{"x":1}')]
+    keys = [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, call_key(k, "s2")]
+    args = ["ch", "mail", "1", "", "", "fresh", now, REC, "held", now, record_text('{"x":1}')]
     assert await store._run("schedule", keys, args) == [1, b"held"]  # raw: bytes
     (c,) = (
         await store.claim(
@@ -364,8 +365,9 @@ async def test_a_resent_conditional_write_answers_as_the_first_send_did(
     k = type_keys(namespace, "mail")
     now = int(await store.time_ms())
     marked = '{"p":{},"q":3600000}'
-    keys = [k.due, k.data, k.dead, k.meta, k.lease, call_key(k, "w1"), finished_key(k, "u1")]
-    args = ["ch", "mail", now, 15_000, "u1", now, marked, "replace", 3_600_000, "", "0"]
+    keys = [k.due, k.data, k.dead, k.meta, k.lease, call_key(k, "w1"), k.order, k.lane]
+    keys.append(finished_key(k, "u1"))
+    args = ["ch", "mail", now, 15_000, "u1", now, marked, "replace", 3_600_000, "", "0", 0]
     first = await store._run("schedule_if", keys, args)
     assert first == [1, str(now).encode(), b""]
     (c,) = (

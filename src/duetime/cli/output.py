@@ -79,6 +79,7 @@ def task_doc(info: TaskInfo) -> dict[str, Any]:
         "state": info.state,
         **times("due", info.due),
         "attempts": info.attempts,
+        "priority": info.priority,
         "error": info.error,
         "every_s": _seconds(info.every),
         "every_calendar": _calendar(info.every),
@@ -90,7 +91,7 @@ def task_doc(info: TaskInfo) -> dict[str, Any]:
 
 
 #: The columns of ``ls``, printed first (alone when nothing is listed).
-TASK_HEADER = "type\tid\tstate\tdue\tattempts\terror"
+TASK_HEADER = "type\tid\tstate\tdue\tattempts\tpriority\terror"
 #: What happens to a task that ends: said wherever a task is looked for and not found.
 NOT_KEPT = "a finished task is not kept"
 
@@ -101,7 +102,7 @@ def task_line(info: TaskInfo, *, paused: bool = False) -> str:
     state = "due (paused)" if paused and info.state == "due" else info.state
     return (
         f"{info.task_type}\t{info.task_id}\t{state}\t{when(info.due)}\t"
-        f"{info.attempts}\t{info.error or '-'}"
+        f"{info.attempts}\t{info.priority}\t{info.error or '-'}"
     )
 
 

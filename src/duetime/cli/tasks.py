@@ -130,13 +130,25 @@ def warn_no_worker(app: App) -> None:
     help="Schedule nothing when a run of it finished less than this long ago (a duration, "
     "as --delay).",
 )
+@click.option(
+    "--priority",
+    type=int,
+    help="-100 to 100: among the type's due tasks, higher is claimed first (default: the "
+    "type's, 0 unless it says).",
+)
 def schedule(
-    task_type: str, task_id: str, if_exists: str, unique_for: float | None, **options: Any
+    task_type: str,
+    task_id: str,
+    if_exists: str,
+    unique_for: float | None,
+    priority: int | None,
+    **options: Any,
 ) -> None:
     """Schedule (or move) a task."""
     target = Target.from_options(options)
     fields = task_fields(**options)
     fields["if_exists"] = if_exists
+    fields["priority"] = priority
     if unique_for is not None:
         fields["unique_for"] = timedelta(seconds=unique_for)
 

@@ -100,8 +100,10 @@ def stored_task(
     record: object,
     stalls: object,
     error: object,
+    priority: object = 0,
 ) -> StoredTask:
-    """A stored task from the values a store read, whatever they hold."""
+    """A stored task from the values a store read, whatever they hold (a priority that is
+    not a number reads as 0)."""
     return StoredTask(
         text(task_id),
         state,
@@ -110,18 +112,27 @@ def stored_task(
         maybe_text(record),
         count(stalls),
         maybe_text(error),
+        level(priority),
     )
+
+
+def level(raw: object) -> int:
+    """A stored priority: 0 when missing or unreadable."""
+    if raw is None or raw == b"" or raw == "":
+        return 0
+    value = ms(raw)
+    return value if -1000 < value < 1000 else 0
 
 
 def stored_row(row: Sequence[object]) -> StoredTask | None:
     """A stored task from a SQL store's row of ``get`` (``id, due, token, claimed due,
-    lease deadline, dead, record, stalls, error``): due if due (even while a run holds a
-    lease), else running, else dead; None when it is none of them."""
-    task_id, due, token, claimed_due, deadline, dead, record, stalls, error = row
+    lease deadline, dead, record, stalls, error, priority``): due if due (even while a run
+    holds a lease), else running, else dead; None when it is none of them."""
+    task_id, due, token, claimed_due, deadline, dead, record, stalls, error, prio = row
     if due is not None:
-        return stored_task(task_id, "due", due, due, record, stalls, error)
+        return stored_task(task_id, "due", due, due, record, stalls, error, prio)
     if token is not None:
-        return stored_task(task_id, "running", deadline, claimed_due, record, stalls, error)
+        return stored_task(task_id, "running", deadline, claimed_due, record, stalls, error, prio)
     if dead is not None:
-        return stored_task(task_id, "dead", dead, dead, record, stalls, error)
+        return stored_task(task_id, "dead", dead, dead, record, stalls, error, prio)
     return None

@@ -71,9 +71,11 @@ async def _one(
         if row is not None or c.mode == "replace":  # the row is locked, or anything goes
             await write(conn, queues, qid, task_type, [task])
             return Answer("written", task.due_ms)
-        params = {**key, "due": task.due_ms, "record": task.record}
+        params = {**key, "due": task.due_ms, "record": task.record, "priority": task.priority}
         cur = await conn.execute(Q.insert_free, params)
         if await cur.fetchone() is not None:
+            if task.priority:  # its claims look at priorities from now on
+                await conn.execute(Q.mark_lanes, {"qid": qid})
             return Answer("written", task.due_ms)
         # Another transaction added a pending task under the id since: judge again.
     raise StoreError(f"{task_type}/{task.id}: its task kept changing; nothing was written")

@@ -34,7 +34,8 @@ async def claim(
     record: RunLog | None = None,
 ) -> ClaimBatch:
     """Reap expired leases at ``now_ms``, then lease up to ``limit`` tasks due by ``now_ms +
-    lookahead_ms`` that the type's gates allow, earliest first (the lease counts from now),
+    lookahead_ms`` that the type's gates allow, highest priority first, then earliest due
+    (the lease counts from now),
     in one transaction whose statements go to the server together (a pipeline: one round
     trip). A claim under a rate or a global concurrency locks its queue's row first. With
     ``record``, the runs of the leases reaped are then recorded in the type's history (a
@@ -89,7 +90,7 @@ async def claim(
             await conn.execute(Q.add_runs, _runs(qid, runs, record._replace(worker=""), now_ms))
     claims, picked = [], 0
     if leasing is not None:
-        rows = sorted(await leasing.fetchall(), key=lambda r: (r[3], r[0]))
+        rows = sorted(await leasing.fetchall(), key=lambda r: (-r[5], r[3], r[0]))
         claims = [new_claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
         picked = len(rows)
     row = await looking.fetchone()

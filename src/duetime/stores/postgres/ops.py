@@ -68,12 +68,16 @@ async def write(
         "ids": [t.id for t in tasks],
         "dues": [t.due_ms for t in tasks],
         "records": [t.record for t in tasks],
+        "priorities": [t.priority for t in tasks],
         "only_new": only_new,
         "channel": queues.channel,
         "type": task_type,
     }
     cur = await conn.execute(Q.schedule, params)
-    return [row[0] for row in await cur.fetchall()]
+    written = [row[0] for row in await cur.fetchall()]
+    if any(t.priority for t in tasks):  # its claims look at priorities from now on
+        await conn.execute(Q.mark_lanes, {"qid": qid})
+    return written
 
 
 async def wakes_for(conn: Conn, qid: int, due_ms: int) -> bool:
@@ -278,7 +282,7 @@ async def list_tasks(
     params = {"qid": qid, "limit": limit, "offset": offset}
     cur = await conn.execute(_LISTS[state], params)
     rows = await cur.fetchall()
-    return [StoredTask(r[0], state, r[1], r[2], r[3], r[4], r[5]) for r in rows]
+    return [StoredTask(r[0], state, r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
 
 
 async def count(conn: Conn, queues: Queues, task_type: str) -> dict[State, int]:

@@ -69,6 +69,7 @@ class Queries:
     trim_finished: bytes
     lock_gate: bytes
     claim_gated: bytes
+    mark_lanes: bytes
     set_paused: bytes
     paused_types: bytes
     hold: bytes

@@ -97,12 +97,13 @@ class RedisCapabilities:
         for start in range(0, len(tasks), SCHEDULE_CHUNK):
             chunk = tasks[start : start + SCHEDULE_CHUNK]
             keys = [k.due, k.data, k.dead, k.meta, k.lease, call_key(k, call_id())]
+            keys += (k.order, k.lane)
             args: list[Any] = [self._wake(task_type), task_type, now_ms, CONDITIONAL_REPLAY_MS]
             for c in chunk:
                 keys.append(finished_key(k, c.task.id))
                 expected = "" if c.pending == "none" else _PENDING_CODE[c.pending] + c.expected
                 args += (c.task.id, c.task.due_ms, c.task.record, c.mode, c.unique_ms)
-                args += (expected, "1" if c.keep_due else "0")
+                args += (expected, "1" if c.keep_due else "0", c.task.priority)
             reply = await self._run("schedule_if", keys, args)
             answers += (_answer(*reply[i : i + 3]) for i in range(0, len(reply), 3))
         return answers

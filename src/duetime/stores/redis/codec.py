@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from duetime.stores import wire
-from duetime.stores.base import NOTE, Outcome, StoredTask
+from duetime.stores.base import NOTE, NewTask, Outcome, StoredTask
 from duetime.stores.history import batch_run
 from duetime.stores.redis.keys import parse_lease
 from duetime.stores.runs import RunLog, RunNote, StoredRun
@@ -143,12 +143,20 @@ def _batch_run(line: bytes, run: bytes, base: int, worker: str | None) -> Stored
 
 def inspected(task_id: str, reply: list[Any]) -> StoredTask | None:
     """The task the inspect_task script found, or None (see inspect_task.lua)."""
-    due, running, dead, record, lease, stalls, error = (*reply, *[None] * 7)[:7]
+    due, running, dead, record, lease, stalls, error, prio = (*reply, *[None] * 8)[:8]
     if due is not None:
-        return stored_task(task_id, "due", due, wire.ms(due), record, stalls, error)
+        return stored_task(task_id, "due", due, wire.ms(due), record, stalls, error, prio)
     if running is not None and lease is not None:
         claimed_due = parse_lease(wire.text(lease))[1]
-        return stored_task(task_id, "running", running, claimed_due, record, stalls, error)
+        return stored_task(task_id, "running", running, claimed_due, record, stalls, error, prio)
     if dead is not None:
-        return stored_task(task_id, "dead", dead, wire.ms(dead), record, stalls, error)
+        return stored_task(task_id, "dead", dead, wire.ms(dead), record, stalls, error, prio)
     return None
+
+
+def priorities(tasks: Sequence[NewTask]) -> str:
+    """The priorities of ``tasks`` as the schedule scripts take them: ``""`` when all are 0
+    (the common case: nothing to parse), else one a task, separated by spaces."""
+    if not any(task.priority for task in tasks):
+        return ""
+    return " ".join(str(task.priority) for task in tasks)

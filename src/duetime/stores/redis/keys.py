@@ -30,6 +30,10 @@ Redis Cluster slot and one script may touch them all::
     duetime:{ns:type}:tally     STRING  how many runs were ever added to runs (the id of
                                       its last entry); both expire when no run was
                                       added for the history's max age
+    duetime:{ns:type}:lane      HASH  id -> priority, for tasks of a priority other than 0
+    duetime:{ns:type}:order     ZSET  id -> priority band + due time: every due task, by
+                                      priority then due time, once the type had a task of
+                                      a priority other than 0 (see lua/_lanes.lua)
 
     duetime:{ns:type}:call:<id> STRING  for 15 s after a claim, its reply; for 60 s after a
                                       schedule of tasks due within a minute, a marker:
@@ -85,6 +89,8 @@ class TypeKeys:
     gate: str
     runs: str
     tally: str
+    lane: str
+    order: str
 
 
 def type_keys(namespace: str, task_type: str) -> TypeKeys:

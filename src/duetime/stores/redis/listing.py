@@ -34,14 +34,18 @@ async def list_tasks(
         pipe.hmget(k.data, ids)
         pipe.hmget(k.lease, ids)
         pipe.hmget(k.meta, fields)
-        records, leases, meta = await pipe.execute()
+        pipe.hmget(k.lane, ids)
+        records, leases, meta, lanes = await pipe.execute()
     out = []
     for n, (task_id, score) in enumerate(rows):
         due = wire.ms(score)
         if state == "running" and leases[n]:
             due = parse_lease(wire.text(leases[n]))[1]
         stalls, error = meta[2 * n], meta[2 * n + 1]
-        out.append(stored_task(wire.text(task_id), state, score, due, records[n], stalls, error))
+        task = stored_task(
+            wire.text(task_id), state, score, due, records[n], stalls, error, lanes[n]
+        )
+        out.append(task)
     return out
 
 

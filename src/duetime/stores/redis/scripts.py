@@ -40,7 +40,14 @@ except ImportError:  # pragma: no cover - hiredis comes with redis[hiredis]
 
 _PREAMBLE = "_preamble.lua"
 #: Shared functions beyond the preamble, put after it in the scripts that use them.
-INCLUDES = {"claim_due": ("_gate.lua",)}
+INCLUDES = {
+    "claim_due": ("_gate.lua", "_lanes.lua"),
+    "schedule": ("_lanes.lua",),
+    "schedule_if": ("_lanes.lua",),
+    "settle": ("_lanes.lua",),
+    "revive": ("_lanes.lua",),
+    "hasten": ("_lanes.lua",),
+}
 NAMES = (
     "schedule",
     "schedule_if",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from collections.abc import Sequence
@@ -18,19 +17,19 @@ from duetime.stores import wire
 from duetime.stores.base import (
     AbortFound,
     Claim,
-    ClaimBatch,
     NewTask,
-    Outcome,
     State,
     StoredTask,
     WakeCallback,
-    new_claim,
 )
-from duetime.stores.gating import Gate
 from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
-from duetime.stores.redis.codec import SCHEDULE_CHUNK, inspected, log_args, settle_ops
+from duetime.stores.redis.codec import (
+    SCHEDULE_CHUNK,
+    inspected,
+    priorities,
+)
 from duetime.stores.redis.connection import (
     DRIVER_ERRORS,
     RedisConfig,
@@ -43,21 +42,18 @@ from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,
     call_key,
-    finished_key,
     shard_wake_channel,
     type_keys,
     wake_channel,
 )
+from duetime.stores.redis.leases import RedisLeases
 from duetime.stores.redis.server import eviction_problems, open_server
 from duetime.stores.redis.telemetry import RedisTelemetry
-from duetime.stores.runs import RunLog, StoredRun
+from duetime.stores.runs import StoredRun
 from duetime.stores.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
 
-#: How long a claim's reply is kept for a resend of the call (the script runner resends
-#: within a few seconds).
-CLAIM_REPLAY_MS = 15_000
 #: Chunks of one batch in flight at once.
 SCHEDULE_WINDOW = 3
 #: schedule.lua leaves a resend marker for tasks due within a minute by the server's clock.
@@ -69,15 +65,11 @@ MARKER_HORIZON_MS = 10 * 60_000
 #: With replicated durability, how long a write waits for a replica to acknowledge it
 #: before the call fails: far longer than replication takes on a healthy link.
 REPLICA_WAIT_MS = 2000
-#: Most outcomes settled by one script call, for the same reasons.
-SETTLE_CHUNK = 500
-#: How long a settle's reply is kept for a resend of the call, as a claim's is.
-SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
 #: What abort.lua's reply means.
 _FOUND: dict[int, AbortFound] = {0: "missing", 1: "running", 2: "cancelled"}
 
 
-class RedisStore(RedisCapabilities, RedisGates):
+class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     """A :class:`~duetime.stores.base.Store` on one Redis server (or a Cluster, or behind
     Sentinel), with every capability (:mod:`.capabilities`)."""
 
@@ -177,7 +169,7 @@ class RedisStore(RedisCapabilities, RedisGates):
     def _schedule_keys(self, k: TypeKeys, earliest_ms: int) -> list[str]:
         """The schedule script's keys, with the call's marker key unless every task is due
         beyond MARKER_HORIZON_MS (or the store has not read the server's clock yet)."""
-        keys = [k.due, k.data, k.dead, k.meta, k.fence]
+        keys = [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane]
         clock = self._server_clock
         if not clock.synced or earliest_ms <= clock.now() + MARKER_HORIZON_MS:
             keys.append(call_key(k, call_id()))
@@ -208,14 +200,14 @@ class RedisStore(RedisCapabilities, RedisGates):
         if len(tasks) == 1:
             task = tasks[0]
             keys = self._schedule_keys(k, task.due_ms)
-            one = [*head, task.id, task.due_ms, task.record]
+            one = [*head, priorities(tasks), task.id, task.due_ms, task.record]
             return [wire.text(t) for t in (await self._run("schedule", keys, one))[1:]]
         # Within one batch the last task of an id wins, as if scheduled one by one.
         unique = list({task.id: task for task in tasks}.values())
         chunks: list[tuple[list[str], list[Any]]] = []
         for start in range(0, len(unique), SCHEDULE_CHUNK):
             chunk = unique[start : start + SCHEDULE_CHUNK]
-            args: list[Any] = list(head)
+            args: list[Any] = [*head, priorities(chunk)]
             for task in chunk:
                 args += (task.id, task.due_ms, task.record)
             chunks.append((self._schedule_keys(k, min(t.due_ms for t in chunk)), args))
@@ -234,12 +226,13 @@ class RedisStore(RedisCapabilities, RedisGates):
 
     async def cancel(self, task_type: str, task_id: str) -> bool:
         k = self.keys(task_type)
-        reply = await self._run("cancel", [k.due, k.data, k.dead, k.meta], [task_id])
+        keys = [k.due, k.data, k.dead, k.meta, k.order, k.lane]
+        reply = await self._run("cancel", keys, [task_id])
         return bool(reply[0])
 
     async def abort(self, task_type: str, task_id: str) -> AbortFound:
         k = self.keys(task_type)
-        keys = [k.due, k.data, k.dead, k.meta, k.lease, k.abort]
+        keys = [k.due, k.data, k.dead, k.meta, k.lease, k.abort, k.order, k.lane]
         reply = await self._run("abort", keys, [task_id, self._wake(task_type), task_type])
         return _FOUND[reply[0]]
 
@@ -260,90 +253,9 @@ class RedisStore(RedisCapabilities, RedisGates):
     ) -> bool:
         k = self.keys(task_type)
         args = [task_id, due_ms, self._wake(task_type), task_type, record or ""]
-        reply = await self._run("revive", [k.dead, k.due, k.data, k.meta], args)
+        keys = [k.dead, k.due, k.data, k.meta, k.order, k.lane]
+        reply = await self._run("revive", keys, args)
         return bool(reply[0])
-
-    async def claim(
-        self,
-        task_type: str,
-        *,
-        now_ms: int,
-        limit: int,
-        lease_ms: int,
-        max_stalls: int,
-        at_most_once: bool,
-        lookahead_ms: int = 0,
-        gate: Gate | None = None,
-        record: RunLog | None = None,
-    ) -> ClaimBatch:
-        k = self.keys(task_type)
-        call = call_key(k, call_id())
-        keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call, k.gate]
-        mode = "1" if at_most_once else "0"
-        args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
-        if gate is not None:
-            args += (repr(gate.interval_ms), repr(gate.burst), gate.max_running)
-        if record is not None:  # the history after the gate's slots, taken or not
-            if gate is None:
-                args += (0, 1, 0)
-            keys += (k.runs, k.tally)
-            args += log_args(record)
-        reply = await self._run("claim_due", keys, args)
-        if self._cluster and task_type not in self._claimed:  # a type to be woken for
-            self._claimed.add(task_type)
-            self._more_claimed.set()
-        text, ms = wire.text, wire.ms
-        claims = [
-            new_claim(
-                text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4])
-            )
-            for i in range(3, len(reply), 5)
-        ]
-        return ClaimBatch(claims, wire.readable(reply[0]), reply[1], wire.readable(reply[2]))
-
-    async def settle(
-        self,
-        task_type: str,
-        outcomes: Sequence[Outcome],
-        now_ms: int,
-        record: RunLog | None = None,
-    ) -> list[bool]:
-        k = self.keys(task_type)
-        kept: list[bool] = []
-        head: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
-        if record is not None:  # the history and its tally are KEYS[9] and KEYS[10]
-            head += ("log", 9, 10, *log_args(record))
-        for start in range(0, len(outcomes), SETTLE_CHUNK):
-            chunk = outcomes[start : start + SETTLE_CHUNK]
-            # A call key of its own: a resend finds the reply of the first send, and does
-            # not take the outcomes that send kept for lost leases. Then the type's gate,
-            # the history's keys, the finished keys of tasks scheduled with unique_for.
-            call = call_key(k, call_id())
-            keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call, k.gate]
-            if record is not None:
-                keys += (k.runs, k.tally)
-            finished = functools.partial(finished_key, k)
-            ops, order = settle_ops(chunk, record is not None, now_ms, keys, finished)
-            reply = await self._run("settle", keys, [*head, *ops])
-            if order is None:  # the answers are in the outcomes' order
-                kept += [answer == 1 for answer in reply]
-                continue
-            answers = dict(zip(map(id, order), reply, strict=True))
-            kept += (answers[id(o)] == 1 for o in chunk)
-        return kept
-
-    async def extend(
-        self, task_type: str, claims: Sequence[Claim], deadline_ms: int
-    ) -> list[Claim]:
-        if not claims:
-            return []
-        k = self.keys(task_type)
-        args: list[Any] = [deadline_ms]
-        for claim in claims:
-            args += (claim.id, claim.token)
-        reply = await self._run("extend_lease", [k.running, k.lease], args)
-        lost = {wire.text(task_id) for task_id in reply}
-        return [claim for claim in claims if claim.id in lost]
 
     async def raise_fence(self, task_type: str, token: int) -> bool:
         return bool((await self._run("raise_fence", [self.keys(task_type).fence], [token]))[0])
@@ -351,14 +263,14 @@ class RedisStore(RedisCapabilities, RedisGates):
     async def hasten(self, task_type: str, task_id: str, due_ms: int) -> bool | None:
         k = self.keys(task_type)
         args = [task_id, due_ms, self._wake(task_type), task_type]
-        moved = (await self._run("hasten", [k.due, k.lease], args))[0]
+        moved = (await self._run("hasten", [k.due, k.lease, k.order, k.lane], args))[0]
         return None if moved == 2 else bool(moved)
 
     # -- reads --------------------------------------------------------------------------
 
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:
         k = self.keys(task_type)
-        keys = [k.due, k.running, k.dead, k.data, k.lease, k.meta]
+        keys = [k.due, k.running, k.dead, k.data, k.lease, k.meta, k.lane]
         return inspected(task_id, await self._run("inspect_task", keys, [task_id]))
 
     async def list_tasks(

@@ -53,7 +53,10 @@ def _one(conn: sqlite3.Connection, qid: int, c: Condition, now_ms: int) -> Answe
         due = wire.ms(row[1]) if c.keep_due else task.due_ms
         conn.execute(Q.merge_into, (task.record, due, row[0]))
         return Answer("written", due)
-    conn.execute(Q.schedule, (qid, task.id, task.due_ms, task.record))  # a new occurrence
+    # a new occurrence
+    conn.execute(Q.schedule, (qid, task.id, task.due_ms, task.record, task.priority))
+    if task.priority:
+        conn.execute(Q.mark_lanes, (qid,))
     return Answer("written", task.due_ms)
 
 

@@ -13,7 +13,7 @@ from duetime.stores import wire
 from duetime.stores.base import Claim, ClaimBatch, Outcome, new_claim
 from duetime.stores.gating import Gate, allowance, next_look
 from duetime.stores.runs import RunLog
-from duetime.stores.sqlite import gates
+from duetime.stores.sqlite import gates, lanes
 from duetime.stores.sqlite.conditional import remember_finished
 from duetime.stores.sqlite.history import record_crashed, record_runs
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
@@ -92,7 +92,7 @@ def _lease(
 ) -> tuple[int, list[Claim]]:
     """Lease up to ``limit`` tasks due by ``horizon``, earliest first, moving aside those
     that cannot run; (how many were picked, the claims)."""
-    picked = conn.execute(Q.pick_due, (qid, horizon, limit)).fetchall()
+    picked = lanes.pick(conn, qid, horizon, limit)
     good, aside = [], []
     for row in picked:
         problem = _unrunnable(row[1], row[3])
@@ -290,7 +290,9 @@ def _follow_up(conn: sqlite3.Connection, qid: int, j: _Judged, now_ms: int) -> l
     if o.dead_id:
         conn.execute(Q.file_dead, (qid, o.dead_id, now_ms, wire.param(o.dead_record), error))
     if o.spawn is not None:  # a new occurrence, written as schedule writes one
-        conn.execute(Q.schedule, (qid, o.spawn.id, o.spawn.due_ms, wire.param(o.spawn.record)))
+        spawn = o.spawn
+        row = (qid, spawn.id, spawn.due_ms, wire.param(spawn.record), spawn.priority)
+        conn.execute(Q.schedule, row)
         made_due.append(o.spawn.due_ms)
     if j.moved or o.op == "done":
         return made_due

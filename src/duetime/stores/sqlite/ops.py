@@ -30,10 +30,10 @@ Wake = tuple[str, int, int]
 _LISTS = {"due": Q.list_due, "running": Q.list_running, "dead": Q.list_dead}
 #: Tasks written by one statement of a big batch: the sqlite3 module spends about as long
 #: per executemany() row as SQLite spends inserting it, so one statement with many rows
-#: writes a batch much faster (docs/performance.md). 4 parameters a task stays far under
+#: writes a batch much faster (docs/performance.md). 5 parameters a task stays far under
 #: SQLite's limit of 32,766.
 SCHEDULE_ROWS = 256
-_SCHEDULE_MANY = repeat_row(Q.schedule, "(?, ?, ?, ?)", SCHEDULE_ROWS)
+_SCHEDULE_MANY = repeat_row(Q.schedule, "(?, ?, ?, ?, ?)", SCHEDULE_ROWS)
 #: One task of ``only_new``: schedule.sql, where the id holds no task yet. A row without a
 #: record (cancelled while it runs, or a dead letter moved aside) does not count as one,
 #: and is written over as schedule.sql would. Row count: 1 when written, 0 when held.
@@ -109,7 +109,7 @@ def schedule(
     if only_new:
         written = []
         for t in tasks:
-            if conn.execute(_SCHEDULE_NEW, (qid, t.id, t.due_ms, t.record)).rowcount:
+            if conn.execute(_SCHEDULE_NEW, _values(qid, (t,))).rowcount:
                 written.append(t.due_ms)
             else:  # the id is held: by this very task (sent before) or by another
                 held = get(conn, queues, task_type, t.id)
@@ -123,6 +123,8 @@ def schedule(
             conn.executemany(_SCHEDULE_MANY, (_values(qid, chunk) for chunk in chunks))
         conn.executemany(Q.schedule, [_values(qid, (t,)) for t in tasks[full:]])
         earliest = min(t.due_ms for t in tasks)
+    if any(t.priority for t in tasks):
+        conn.execute(Q.mark_lanes, (qid,))
     return wake_if_earlier(conn, qid, task_type, earliest, head), taken
 
 
@@ -133,7 +135,7 @@ def raise_fence(conn: sqlite3.Connection, queues: Queues, task_type: str, token:
 
 
 def _values(qid: int, tasks: Sequence[NewTask]) -> tuple[Any, ...]:
-    return tuple(chain.from_iterable((qid, t.id, t.due_ms, t.record) for t in tasks))
+    return tuple(chain.from_iterable((qid, t.id, t.due_ms, t.record, t.priority) for t in tasks))
 
 
 def put_entry(
@@ -156,10 +158,10 @@ def put_entry(
             if keep_ttl:
                 due = current
         elif current is not None:  # expired, not claimed yet: its expiry is still handled
-            aside = (qid, f"{entry.id}@{current}", current, row[6] or entry.record)
+            aside = (qid, f"{entry.id}@{current}", current, row[6] or entry.record, 0)
             conn.execute(Q.schedule, aside)
             made_due.append(current)
-        conn.execute(Q.schedule, (qid, entry.id, due, entry.record))
+        conn.execute(Q.schedule, (qid, entry.id, due, entry.record, 0))
         made_due.append(due)
         dues.append(due)
     return dues, wake_if_earlier(conn, qid, task_type, min(made_due, default=None), head)
@@ -312,7 +314,7 @@ def list_tasks(
     if qid is None:
         return []
     rows: list[tuple[Any, ...]] = conn.execute(_LISTS[state], (qid, limit, offset)).fetchall()
-    return [wire.stored_task(r[0], state, r[1], r[2], r[3], r[4], r[5]) for r in rows]
+    return [wire.stored_task(r[0], state, r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
 
 
 def count(conn: sqlite3.Connection, queues: Queues, task_type: str) -> dict[State, int]:

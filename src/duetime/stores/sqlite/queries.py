@@ -43,6 +43,11 @@ class Queries:
     vacate: str
     reap: str
     pick_due: str
+    read_lanes: str
+    mark_lanes: str
+    due_levels: str
+    pick_level: str
+    pick_zero: str
     move_aside: str
     take_tokens: str
     lease: str

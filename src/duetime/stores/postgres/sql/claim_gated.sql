@@ -7,8 +7,9 @@
 -- workers).
 -- Parameters: %(qid)s, %(horizon)s, %(limit)s, %(deadline)s, %(now)s, %(interval)s (the
 -- rate's ms between starts, 0: none), %(burst)s (>= 1), %(max_running)s (0: none).
+-- Priorities as in claim.sql.
 -- Returns rows: as claim.sql.
-WITH gate AS (
+WITH RECURSIVE gate AS (
     SELECT q.paused, q.hold_ms,
            greatest(coalesce(q.tat, %(now)s), %(now)s) AS base,
            (SELECT count(*) FROM tasks
@@ -31,12 +32,51 @@ WITH gate AS (
            END AS n,
            g.base, g.running
     FROM gate AS g
-), picked AS (
+), plain AS (
     SELECT id FROM tasks
     WHERE qid = %(qid)s AND due_ms <= %(horizon)s
+      AND NOT (SELECT lanes FROM queues WHERE qid = %(qid)s)
     ORDER BY due_ms, id
     LIMIT (SELECT n FROM allowed)
     FOR UPDATE SKIP LOCKED
+), levels (p) AS (
+    -- a queue with priorities (lanes): the levels other than 0 that hold due tasks, highest
+    -- first, an index probe a level (tasks_lanes), whatever each level holds
+    (SELECT priority FROM tasks
+     WHERE qid = %(qid)s AND due_ms IS NOT NULL AND priority <> 0
+       AND (SELECT lanes FROM queues WHERE qid = %(qid)s)
+     ORDER BY priority DESC LIMIT 1)
+    UNION ALL
+    SELECT (SELECT t.priority FROM tasks AS t
+            WHERE t.qid = %(qid)s AND t.due_ms IS NOT NULL AND t.priority <> 0
+              AND t.priority < l.p
+            ORDER BY t.priority DESC LIMIT 1)
+    FROM levels AS l
+    WHERE l.p IS NOT NULL
+), laned AS (
+    SELECT x.priority, x.id, x.due_ms
+    FROM levels AS l
+    CROSS JOIN LATERAL (
+        SELECT priority, id, due_ms FROM tasks
+        WHERE qid = %(qid)s AND priority = l.p AND priority <> 0 AND due_ms <= %(horizon)s
+        ORDER BY due_ms, id
+        LIMIT (SELECT n FROM allowed)
+        FOR UPDATE SKIP LOCKED
+    ) AS x
+    WHERE l.p IS NOT NULL
+), zero AS (
+    SELECT 0 AS priority, id, due_ms FROM tasks
+    WHERE qid = %(qid)s AND due_ms <= %(horizon)s AND priority = 0
+      AND (SELECT lanes FROM queues WHERE qid = %(qid)s)
+    ORDER BY due_ms, id
+    LIMIT (SELECT n FROM allowed)
+    FOR UPDATE SKIP LOCKED
+), picked AS (
+    SELECT id FROM plain
+    UNION ALL
+    (SELECT id FROM (SELECT * FROM laned UNION ALL SELECT * FROM zero) AS a
+     ORDER BY priority DESC, due_ms, id
+     LIMIT (SELECT n FROM allowed))
 ), leased AS (
     UPDATE tasks AS t
     SET due_ms = NULL,
@@ -49,7 +89,7 @@ WITH gate AS (
     FROM picked
     WHERE t.qid = %(qid)s AND t.id = picked.id
     RETURNING t.id, CASE WHEN t.record IS NULL THEN NULL ELSE t.token END AS token, t.stalls,
-              t.claimed_due_ms, t.record
+              t.claimed_due_ms, t.record, t.priority
 ), took AS (
     UPDATE queues AS q
     SET tat = CASE WHEN %(interval)s > 0 AND s.n > 0 THEN a.base + s.n * %(interval)s
@@ -58,4 +98,4 @@ WITH gate AS (
     FROM allowed AS a, (SELECT count(token) AS n FROM leased) AS s
     WHERE q.qid = %(qid)s
 )
-SELECT id, token, stalls, claimed_due_ms, record FROM leased
+SELECT id, token, stalls, claimed_due_ms, record, priority FROM leased

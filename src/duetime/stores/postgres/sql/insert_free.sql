@@ -1,13 +1,14 @@
 -- insert_free: write a task as a new occurrence (as schedule.sql) unless its id holds a
 -- pending task (one with a record that waits or runs): for a conditional write that found
 -- no row, where another transaction may have added one since (the conflict waits for it).
--- Parameters: %(qid)s, %(id)s, %(due)s, %(record)s.
+-- Parameters: %(qid)s, %(id)s, %(due)s, %(record)s, %(priority)s.
 -- Returns one row (id) when written, none when a pending task holds the id.
-INSERT INTO tasks AS t (qid, id, due_ms, record)
-VALUES (%(qid)s, %(id)s, %(due)s, %(record)s)
+INSERT INTO tasks AS t (qid, id, due_ms, record, priority)
+VALUES (%(qid)s, %(id)s, %(due)s, %(record)s, %(priority)s)
 ON CONFLICT (qid, id) DO UPDATE
 SET due_ms = excluded.due_ms,
     record = excluded.record,
+    priority = excluded.priority,
     dead_ms = NULL,
     stalls = 0,
     error = NULL

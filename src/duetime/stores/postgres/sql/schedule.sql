@@ -9,7 +9,7 @@
 -- (ON CONFLICT cannot touch a row twice): the caller keeps the last task of an id.
 -- For only_new, only_new is true: an id that holds a task (a row with a record) is left
 -- alone and not returned.
--- Parameters: %(qid)s, %(ids)s, %(dues)s, %(records)s (arrays of one length),
+-- Parameters: %(qid)s, %(ids)s, %(dues)s, %(records)s, %(priorities)s (arrays of one length),
 -- %(only_new)s, %(channel)s, %(type)s.
 -- Returns rows: the ids written.
 WITH head AS (
@@ -19,13 +19,15 @@ WITH head AS (
         ORDER BY due_ms LIMIT 1
     ) AS h
 ), written AS (
-    INSERT INTO tasks AS t (qid, id, due_ms, record)
-    SELECT %(qid)s, u.id, u.due_ms, u.record
-    FROM unnest(%(ids)s::text[], %(dues)s::bigint[], %(records)s::text[])
-        AS u (id, due_ms, record)
+    INSERT INTO tasks AS t (qid, id, due_ms, record, priority)
+    SELECT %(qid)s, u.id, u.due_ms, u.record, u.priority
+    FROM unnest(%(ids)s::text[], %(dues)s::bigint[], %(records)s::text[],
+                %(priorities)s::smallint[])
+        AS u (id, due_ms, record, priority)
     ON CONFLICT (qid, id) DO UPDATE
     SET due_ms = excluded.due_ms,
         record = excluded.record,
+        priority = excluded.priority,
         dead_ms = NULL,
         stalls = 0,
         error = NULL

@@ -9,7 +9,8 @@
 -- gives the same result.
 --
 -- KEYS[1] due, KEYS[2] data, KEYS[3] dead, KEYS[4] meta, KEYS[5] lease (HASH id ->
--- "<token>|<due ms>"), KEYS[6] abort (HASH id -> token)
+-- "<token>|<due ms>"), KEYS[6] abort (HASH id -> token), KEYS[7] order, KEYS[8] lane (the
+-- priorities, see _lanes.lua: a task removed leaves both)
 -- ARGV[1] id, ARGV[2] wake channel, ARGV[3] task type (the first word of a wake message)
 --
 -- Returns {1} when a run was marked, {2} when a task no run holds was removed, {0} when
@@ -18,7 +19,7 @@
 
 local due, data, dead, meta, lease, abort = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local bad = wrong_type({due, 'zset', data, 'hash', dead, 'zset', meta, 'hash', lease, 'hash',
-                        abort, 'hash'})
+                        abort, 'hash', KEYS[7], 'zset', KEYS[8], 'hash'})
 if bad then
   return {-1, bad}
 end
@@ -38,4 +39,6 @@ end
 local found = redis.call('ZREM', due, id) + redis.call('ZREM', dead, id)
               + redis.call('HDEL', data, id)
 redis.call('HDEL', meta, unpack(meta_fields({id})))
+redis.call('ZREM', KEYS[7], id)
+redis.call('HDEL', KEYS[8], id)
 return {found > 0 and 2 or 0}

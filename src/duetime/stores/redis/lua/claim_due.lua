@@ -13,6 +13,10 @@
 -- takes the lease over: the earlier run's outcome will be stale. A due id without a
 -- record is moved to the dead letters with a reason, never dropped.
 --
+-- Priorities (see _lanes.lua): a type with an `order` ZSET is claimed from it, highest
+-- priority first, then earliest due; any other from due, earliest first. A task sent back
+-- to due by reaping keeps its priority.
+--
 -- Gates (see _gate.lua): a paused or held type starts nothing; a rate (`interval`, `burst`)
 -- and a global concurrency (`max running`, counted after reaping) cap the tasks claimed.
 -- Tasks held back stay due. A claim that leaves the type at its global concurrency sets
@@ -25,7 +29,9 @@
 -- KEYS[1] due (ZSET id -> due ms), KEYS[2] running (ZSET id -> lease deadline ms),
 -- KEYS[3] data, KEYS[4] lease (HASH id -> "<token>|<due ms>"), KEYS[5] meta, KEYS[6] dead,
 -- KEYS[7] seq (STRING: the last token given out), KEYS[8] this call's key,
--- KEYS[9] gate (HASH: the type's gates), KEYS[10] the run history and KEYS[11] its tally
+-- KEYS[9] gate (HASH: the type's gates), KEYS[10] order (ZSET: the due tasks by priority)
+-- and KEYS[11] lane (HASH id -> priority): see _lanes.lua; KEYS[12] the run history and
+-- KEYS[13] its tally
 -- (optional: with them, an expired lease sent back to due or to the dead letters is
 -- recorded as a failed or dead run, and a claim that finds nothing due drops the runs that
 -- aged out)
@@ -36,7 +42,7 @@
 -- ARGV[7] how long to keep the reply for a resent call, ms
 -- ARGV[8] the rate's interval between starts, ms (0: no rate), ARGV[9] its burst (>= 1),
 -- ARGV[10] most tasks running at once (0: no limit)
--- ARGV[11..13] with KEYS[10]: the claiming worker (unused: a reaped run's worker is
+-- ARGV[11..13] with KEYS[12]: the claiming worker (unused: a reaped run's worker is
 --         unknown), the most runs kept, their most age (ms): see run_log in the preamble
 --
 -- Returns {next, reaped, open, id1, token1, stalls1, due1, record1, id2, ...}:
@@ -50,9 +56,10 @@
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local meta, dead, seq, call, gate = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local runs, tally = KEYS[10], KEYS[11]
+local order, lane, runs, tally = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
-                        meta, 'hash', dead, 'zset', seq, 'string', call, 'string'})
+                        meta, 'hash', dead, 'zset', seq, 'string', call, 'string',
+                        order, 'zset', lane, 'hash'})
        or (runs and wrong_type({runs, 'stream', tally or '', 'string'}))
 if bad then
   return {-1, bad}
@@ -144,6 +151,7 @@ for _, id in ipairs(expired) do
       redis.call('ZADD', dead, ARGV[1], id)
       redis.call('HSET', meta, 'e:' .. id, why)
     else
+      lane_add(order, lane, due, {{id, claimed_due}})
       redis.call('ZADD', due, claimed_due, id)
     end
     if log then
@@ -170,18 +178,19 @@ if gated then
   end
   allowed = gate_allowance(state, now, limit, interval, burst, max_running)
 end
-local picked = {}
-if allowed > 0 then
-  picked = redis.call('ZRANGEBYSCORE', due, '-inf', string.format('%d', horizon), 'WITHSCORES',
-                      'LIMIT', 0, allowed)
-end
-local started = 0
-if #picked > 0 then
-  local ids, dues = {}, {}
+local ids, dues = {}, {}
+if allowed > 0 and redis.call('EXISTS', order) == 1 then
+  ids, dues = lane_pick(order, due, horizon, allowed)
+elseif allowed > 0 then
+  local picked = redis.call('ZRANGEBYSCORE', due, '-inf', string.format('%d', horizon),
+                            'WITHSCORES', 'LIMIT', 0, allowed)
   for i = 1, #picked, 2 do
     ids[#ids + 1] = picked[i]
     dues[#dues + 1] = picked[i + 1]
   end
+end
+local started = 0
+if #ids > 0 then
   local records = redis.call('HMGET', data, unpack(ids))
   -- Stall counts exist only for tasks that stalled: usually there is no meta hash at all.
   local stalls = {}
@@ -248,7 +257,7 @@ if log and #out == 3 and #crashed == 0 then
 end
 
 local next_due, next_lease = head_score(due), head_score(running)
-local held_back = gated and #picked / 2 < limit and next_due and tonumber(next_due) <= horizon
+local held_back = gated and #ids < limit and next_due and tonumber(next_due) <= horizon
     and gate_allowance(state, now, 1, interval, burst, max_running) == 0
 if held_back then
   out[1] = next_lease or ''

@@ -5,7 +5,8 @@
 -- never lets two runs of one id overlap. The record is not touched. Running it twice gives
 -- the same result.
 --
--- KEYS[1] due (ZSET id -> due ms), KEYS[2] lease (HASH id -> "<token>|<due ms>")
+-- KEYS[1] due (ZSET id -> due ms), KEYS[2] lease (HASH id -> "<token>|<due ms>"),
+-- KEYS[3] order, KEYS[4] lane (the priorities, see _lanes.lua: the task keeps its own)
 -- ARGV[1] id, ARGV[2] due ms, ARGV[3] wake channel, ARGV[4] task type (the first word of a
 -- wake message)
 --
@@ -13,7 +14,7 @@
 -- not wait (running, dead or missing).
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
-local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'hash'})
+local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'zset', KEYS[4], 'hash'})
 if bad then
   return {-1, bad}
 end
@@ -29,6 +30,7 @@ if tonumber(current) <= due then
   return {0}
 end
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+lane_add(KEYS[3], KEYS[4], KEYS[1], {{id, ARGV[2]}})
 redis.call('ZADD', KEYS[1], due, id)
 wake_if_earlier(ARGV[3], ARGV[4], ARGV[2], head[2])
 return {1}

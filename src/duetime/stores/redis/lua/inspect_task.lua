@@ -1,10 +1,12 @@
 -- inspect_task: read everything about one task at once. It writes nothing, so it also
 -- runs when the server is out of memory (a MULTI of reads does not).
 --
--- KEYS[1] due, KEYS[2] running, KEYS[3] dead, KEYS[4] data, KEYS[5] lease, KEYS[6] meta
+-- KEYS[1] due, KEYS[2] running, KEYS[3] dead, KEYS[4] data, KEYS[5] lease, KEYS[6] meta,
+-- KEYS[7] lane (optional)
 -- ARGV[1] id
 --
--- Returns {due score, lease deadline, time of death, record, lease, stalls, error}, each
+-- Returns {due score, lease deadline, time of death, record, lease, stalls, error,
+-- priority (with KEYS[7], the lane hash: see _lanes.lua)}, each
 -- false (nil to the caller) when absent.
 
 local id = ARGV[1]
@@ -16,4 +18,5 @@ return {
   redis.call('HGET', KEYS[5], id),
   redis.call('HGET', KEYS[6], 's:' .. id),
   redis.call('HGET', KEYS[6], 'e:' .. id),
+  KEYS[7] and redis.call('HGET', KEYS[7], id) or false,
 }

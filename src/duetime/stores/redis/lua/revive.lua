@@ -2,7 +2,8 @@
 -- its failures) or the one it has. Its stall count and error are cleared. Running it twice
 -- gives the same result (the second call finds nothing dead).
 --
--- KEYS[1] dead, KEYS[2] due, KEYS[3] data, KEYS[4] meta
+-- KEYS[1] dead, KEYS[2] due, KEYS[3] data, KEYS[4] meta, KEYS[5] order, KEYS[6] lane (the
+-- priorities, see _lanes.lua: the task keeps its own)
 -- ARGV[1] id, ARGV[2] due ms, ARGV[3] wake channel, ARGV[4] task type,
 -- ARGV[5] the new record, or '' to keep the one stored
 --
@@ -11,7 +12,8 @@
 -- without a record to run (it was moved aside because its record was missing). Nothing
 -- is written.
 
-local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'zset', KEYS[3], 'hash', KEYS[4], 'hash'})
+local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'zset', KEYS[3], 'hash', KEYS[4], 'hash',
+                        KEYS[5], 'zset', KEYS[6], 'hash'})
 if bad then
   return {-1, bad}
 end
@@ -31,6 +33,7 @@ if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[3], id, ARGV[5])
 end
 redis.call('HDEL', KEYS[4], unpack(meta_fields({id})))
+lane_add(KEYS[5], KEYS[6], KEYS[2], {{id, ARGV[2]}})
 redis.call('ZADD', KEYS[2], ARGV[2], id)
 wake_if_earlier(ARGV[3], ARGV[4], ARGV[2], head)
 return {1}

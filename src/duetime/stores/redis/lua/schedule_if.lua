@@ -12,8 +12,9 @@
 --   merge into a task that waits: its record is replaced, and its due time unless
 --     keep_due; its occurrence (stalls, error, dead letters) is left as it is;
 --   otherwise the task is written as schedule.lua writes it: a new occurrence (it leaves
---     the dead letters, its stalls and error are cleared); a run in progress keeps its
---     lease, and its outcome will not overwrite the new occurrence.
+--     the dead letters, its stalls and error are cleared) of the priority given; a run in
+--     progress keeps its lease, and its outcome will not overwrite the new occurrence.
+-- A merge into a task that waits leaves its priority as it is (see _lanes.lua).
 --
 -- Resending it is safe: a call that wrote something keeps its reply for a short while
 -- under its own key, and a call with that key again returns it (a task written by the
@@ -25,13 +26,14 @@
 -- KEYS[4] meta   HASH  s:<id>, e:<id> -> stalls, last error
 -- KEYS[5] lease  HASH  id -> "<token>|<due ms>" while running
 -- KEYS[6] this call's key (STRING: its reply, for a resent call)
--- KEYS[6 + i] the i-th task's finished key (STRING: when a run of it finished, ms)
+-- KEYS[7] order  ZSET  the due tasks by priority, KEYS[8] lane HASH id -> priority
+-- KEYS[8 + i] the i-th task's finished key (STRING: when a run of it finished, ms)
 -- ARGV[1] wake channel, ARGV[2] task type (the first word of a wake message)
 -- ARGV[3] now ms, ARGV[4] how long to keep the reply for a resent call (ms)
--- ARGV[5..] per task seven values: id, due ms, record, mode ('replace', 'keep' or
+-- ARGV[5..] per task eight values: id, due ms, record, mode ('replace', 'keep' or
 --   'merge'), unique ms ('0' for none), expected (merge: '' when the caller found nothing
 --   pending, else 'w' (waits) or 'r' (only runs) followed by the pending record), keep_due
---   ('1' or '0'); ids are distinct
+--   ('1' or '0'), priority (-100 to 100); ids are distinct
 --
 -- Returns three values per task, in order: verdict, then
 --   1 written  due ms (string), ''
@@ -42,8 +44,9 @@
 -- server refused the first write (out of memory). Nothing is written.
 
 local due, data, dead, meta, lease, call = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local order, lane = KEYS[7], KEYS[8]
 local bad = wrong_type({due, 'zset', data, 'hash', dead, 'zset', meta, 'hash', lease, 'hash',
-                        call, 'string'})
+                        call, 'string', order, 'zset', lane, 'hash'})
 if bad then
   return {-1, bad}
 end
@@ -52,12 +55,12 @@ if replay then
   return cjson.decode(replay)  -- this call was sent before and its reply lost
 end
 local now, remember = tonumber(ARGV[3]), tonumber(ARGV[4])
-local PER_TASK = 7
+local PER_TASK = 8
 if not now or not remember or #ARGV < 4 + PER_TASK or (#ARGV - 4) % PER_TASK ~= 0 then
-  return {-2, 'expected now, the replay time and seven values per task'}
+  return {-2, 'expected now, the replay time and eight values per task'}
 end
 local count = (#ARGV - 4) / PER_TASK
-if #KEYS ~= 6 + count then
+if #KEYS ~= 8 + count then
   return {-2, 'expected one finished key per task'}
 end
 local MODES = {replace = true, keep = true, merge = true}
@@ -67,9 +70,11 @@ for k = 1, count do
   local a = 5 + (k - 1) * PER_TASK
   local item = {id = ARGV[a], due = ARGV[a + 1], record = ARGV[a + 2], mode = ARGV[a + 3],
                 unique = tonumber(ARGV[a + 4]), expected = ARGV[a + 5],
-                keep_due = ARGV[a + 6] == '1', finished = KEYS[6 + k]}
+                keep_due = ARGV[a + 6] == '1', finished = KEYS[8 + k],
+                priority = tonumber(ARGV[a + 7])}
   if item.id == '' or item.record == '' or not tonumber(item.due) or not MODES[item.mode]
-      or not item.unique or item.unique < 0 then
+      or not item.unique or item.unique < 0 or not item.priority
+      or item.priority < -100 or item.priority > 100 then
     return {-2, 'bad task at ' .. a}
   end
   if item.unique > 0 and wrong_type({item.finished, 'string'}) then
@@ -79,7 +84,7 @@ for k = 1, count do
 end
 
 -- Judge every task before any write (ids are distinct: no write changes another's verdict).
-local reply, hset, zadd, fresh = {}, {}, {}, {}
+local reply, hset, zadd, fresh, lanes, kept_lanes = {}, {}, {}, {}, {}, {}
 local earliest
 for k, item in ipairs(items) do
   local id = item.id
@@ -113,12 +118,15 @@ for k, item in ipairs(items) do
     hset[#hset + 1] = item.record
     zadd[#zadd + 1] = a
     zadd[#zadd + 1] = id
+    lanes[#lanes + 1] = {id, a}  -- its own priority
   else  -- a new occurrence
     hset[#hset + 1] = id
     hset[#hset + 1] = item.record
     zadd[#zadd + 1] = item.due
     zadd[#zadd + 1] = id
     fresh[#fresh + 1] = id
+    lanes[#lanes + 1] = {id, item.due, item.priority}
+    kept_lanes[#kept_lanes + 1] = lanes[#lanes]
   end
   if verdict == 1 and (not earliest or tonumber(a) < tonumber(earliest)) then
     earliest = a
@@ -139,6 +147,8 @@ end
 
 -- Written from here on.
 bulk('HSET', data, hset, BULK_SLICE + 1)
+lane_keep(lane, kept_lanes)
+lane_add(order, lane, due, lanes)
 bulk('ZADD', due, zadd)
 if #fresh > 0 and redis.call('EXISTS', dead, meta) > 0 then
   bulk('ZREM', dead, fresh)

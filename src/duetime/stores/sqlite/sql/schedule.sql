@@ -10,13 +10,15 @@
 -- ops.py runs it with SCHEDULE_ROWS rows per statement, and with one for the rest; for
 -- only_new, one row with "WHERE record IS NULL" appended (an id that holds a task is
 -- left alone).
--- Parameters, per task: ? qid, ? id, ? due ms, ? record. (Plain ? only: CPython 3.12
--- before 3.12.4 warns about ?NNN with positional parameters, and 3.14 refuses it.)
-INSERT INTO duetime_tasks (qid, id, due_ms, record)
-VALUES (?, ?, ?, ?)
+-- Parameters, per task: ? qid, ? id, ? due ms, ? record, ? priority. (Plain ? only:
+-- CPython 3.12 before 3.12.4 warns about ?NNN with positional parameters, and 3.14
+-- refuses it.)
+INSERT INTO duetime_tasks (qid, id, due_ms, record, priority)
+VALUES (?, ?, ?, ?, ?)
 ON CONFLICT (qid, id) DO UPDATE
 SET due_ms = excluded.due_ms,
     record = excluded.record,
+    priority = excluded.priority,
     dead_ms = NULL,
     stalls = 0,
     error = NULL
