@@ -65,6 +65,10 @@ async def test_a_claim_limit_takes_the_highest_levels(store: Store) -> None:
 
 async def test_a_type_without_priorities_is_claimed_earliest_first(store: Store) -> None:
     await put(store, ("b", -1, 0), ("a", -2, 0), ("c", 5, 0))
+    listed = await store.list_tasks("mail", "due", 10)
+    assert [(t.id, t.priority) for t in listed] == [("a", 0), ("b", 0), ("c", 0)]
+    got = await store.get("mail", "a")
+    assert got is not None and got.priority == 0 and type(got.priority) is int
     assert ids((await claim(store)).claims) == ["a", "b"]
 
 
