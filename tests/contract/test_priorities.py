@@ -203,3 +203,15 @@ async def test_a_cancelled_task_is_not_claimed_and_its_priority_goes(store: Stor
     await put(store, ("a", -1, 0))  # the id again, of priority 0
     got = await store.get("mail", "a")
     assert got is not None and got.priority == 0
+
+
+async def test_expiring_entries_of_a_type_with_priorities_are_claimed(store: Store) -> None:
+    from duetime.stores.capabilities import ENTRIES, has, use
+
+    if not has(store, ENTRIES):
+        return
+    await put(store, ("p", -10, 5))
+    await use(store, ENTRIES).put_entry(
+        "mail", [NewTask("e", T0 - 5, REC)], keep_ttl=False, now_ms=T0 - 100
+    )
+    assert ids((await claim(store)).claims) == ["p", "e"]
