@@ -5,6 +5,7 @@
     python bench/ab.py HEAD HEAD                     # the noise floor: a revision against itself
     python bench/ab.py HEAD WORKTREE --quick         # a smoke run, a few seconds
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"rate": "100000/s"}'
+    python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"seed_priorities": 5}'
     make ab A=d27d428 B=HEAD
 
 Each revision (a commit, a branch, a tag, or WORKTREE for the working tree as it is) is
@@ -15,7 +16,8 @@ interpreter, produces and works. Each revision runs at its own defaults, but for
 worker's concurrency (1,000) and timeout (none), set as bench/bench.py sets them, and for
 the task options --a-options and --b-options give its worker's type (JSON: a cost of an
 option, say flow control's ``rate`` or ``global_concurrency``, measured against the same
-build without it).
+build without it; ``seed_priorities``: L gives W2's tasks priorities 0, 10, ..., 10 * (L - 1)
+in turn, for a build with priorities).
 
 Each round runs every workload on every store for both revisions back to back, A then B in
 odd rounds and B then A in even ones, so that what the machine does meanwhile falls on
@@ -168,7 +170,9 @@ class Bench:
 
     def w2(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         n, url = self.sizes.w2, self.url(store, ns)
-        self.agent(b, "seed", url, ns, n)
+        options = dict(options)
+        levels = options.pop("seed_priorities", 0)  # the tasks', not the type's
+        self.agent(b, "seed", url, ns, n, *([str(levels)] if levels else []))
         worker = self.start_worker(b, url, ns, n, options)
         t_start = time.time()
         data = self.finish(worker, 600)

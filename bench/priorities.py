@@ -3,6 +3,7 @@
     python bench/priorities.py                                   # Redis and SQLite
     python bench/priorities.py --stores redis --backlogs 1000,100000,1000000
     python bench/priorities.py --stores sqlite --backlogs 1000,100000
+    python bench/priorities.py --stores postgres    # the tests' server, 127.0.0.1:5432
 
 For each store and each backlog N, in a namespace (and for SQLite a file) of its own, a type
 gets N tasks of one level, written with ``Store.schedule`` in batches of 10,000, then
@@ -15,13 +16,14 @@ future-high  the backlog at priority 50, due in an hour; the claimed tasks at pr
 due-low      the backlog at priority -10, due a minute ago; the claimed tasks at priority
              10: a level above a due backlog is claimed first, without reading it.
 zero-over-low  the backlog at priority -10, due a minute ago; the claimed tasks at
-             priority 0. On Redis as above. On SQLite and PostgreSQL priority 0 is read
+             priority 0. As above on Redis and SQLite. On PostgreSQL priority 0 is read
              from the due index, so this claim passes over the due tasks of priority -10
              due before the ones it takes (docs/flow.md, "Priorities"): it grows with N.
 plain        no priorities at all (every task 0): the backlog due in an hour, the claimed
              tasks due now; the claim path of a type without priorities, for comparison.
 
-Redis runs as a redis-server this script starts on a free port (no persistence).
+Redis runs as a redis-server this script starts on a free port (no persistence);
+PostgreSQL is the tests' server (tests/postgres.py), in a schema of its own, dropped after.
 """
 
 from __future__ import annotations
@@ -122,6 +124,11 @@ def main() -> None:
         elif store == "sqlite":
             with tempfile.TemporaryDirectory() as folder:
                 asyncio.run(run(f"sqlite:///{Path(folder) / 'bench.db'}", args))
+        elif store == "postgres":
+            from tests.postgres import fresh_schema
+
+            with fresh_schema() as url:
+                asyncio.run(run(url, args))
         else:
             raise SystemExit(f"unknown store {store!r}")
 

@@ -65,6 +65,10 @@ async def test_a_claim_limit_takes_the_highest_levels(store: Store) -> None:
 
 async def test_a_type_without_priorities_is_claimed_earliest_first(store: Store) -> None:
     await put(store, ("b", -1, 0), ("a", -2, 0), ("c", 5, 0))
+    listed = await store.list_tasks("mail", "due", 10)
+    assert [(t.id, t.priority) for t in listed] == [("a", 0), ("b", 0), ("c", 0)]
+    got = await store.get("mail", "a")
+    assert got is not None and got.priority == 0 and type(got.priority) is int
     assert ids((await claim(store)).claims) == ["a", "b"]
 
 
@@ -199,3 +203,15 @@ async def test_a_cancelled_task_is_not_claimed_and_its_priority_goes(store: Stor
     await put(store, ("a", -1, 0))  # the id again, of priority 0
     got = await store.get("mail", "a")
     assert got is not None and got.priority == 0
+
+
+async def test_expiring_entries_of_a_type_with_priorities_are_claimed(store: Store) -> None:
+    from duetime.stores.capabilities import ENTRIES, has, use
+
+    if not has(store, ENTRIES):
+        return
+    await put(store, ("p", -10, 5))
+    await use(store, ENTRIES).put_entry(
+        "mail", [NewTask("e", T0 - 5, REC)], keep_ttl=False, now_ms=T0 - 100
+    )
+    assert ids((await claim(store)).claims) == ["p", "e"]

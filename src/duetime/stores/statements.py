@@ -1,15 +1,20 @@
 """The SQL stores' statements: one file per statement under a package's ``sql/``, loaded
 once into a dataclass with a field per file, so that a statement is named in code and a
-missing or extra file fails at import."""
+missing or extra file fails at import. A part that several statements share lives in a
+file named ``_<part>.sql``, which a statement takes in with a line ``-- include
+_<part>.sql``."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import fields
 from importlib import resources
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+_INCLUDE = re.compile(r"^[ \t]*-- include (_\w+\.sql)[ \t]*$", re.M)
 
 
 def load_statements(package: str, cls: type[T], read: Callable[[str], Any]) -> T:
@@ -21,7 +26,16 @@ def load_statements(package: str, cls: type[T], read: Callable[[str], Any]) -> T
     """
     folder = resources.files(package) / "sql"
     names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
-    found = {e.name[: -len(".sql")] for e in folder.iterdir() if e.name.endswith(".sql")}
+    found = {
+        e.name[: -len(".sql")]
+        for e in folder.iterdir()
+        if e.name.endswith(".sql") and not e.name.startswith("_")
+    }
     if found != set(names):
         raise RuntimeError(f"sql/ does not match {cls.__name__}: {sorted(found ^ set(names))}")
-    return cls(*(read((folder / f"{name}.sql").read_text()) for name in names))
+
+    def text(name: str) -> str:
+        body = (folder / name).read_text()
+        return _INCLUDE.sub(lambda m: (folder / m[1]).read_text().rstrip("\n"), body)
+
+    return cls(*(read(text(f"{name}.sql")) for name in names))

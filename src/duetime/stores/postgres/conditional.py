@@ -15,7 +15,7 @@ from duetime.errors import StoreError
 from duetime.stores.base import Outcome
 from duetime.stores.conditional import Answer, Condition, Pending
 from duetime.stores.postgres.connection import Conn
-from duetime.stores.postgres.ops import Queues, wake, write
+from duetime.stores.postgres.ops import Queues, give_lanes, wake, write
 from duetime.stores.postgres.queries import Q
 
 #: How often one task is judged again when other transactions keep adding and removing a
@@ -29,6 +29,7 @@ async def schedule_if(
     """Write tasks (ids distinct) on their conditions in one transaction (see
     ``ConditionalSchedule.schedule_if``); an answer per task."""
     qid = await queues.find_or_add(conn, task_type)
+    await give_lanes(conn, queues, qid, [c.task for c in conditions])  # before any lock
     async with conn.transaction():
         cur = await conn.execute(Q.head_due, {"qid": qid})
         row = await cur.fetchone()
@@ -74,8 +75,6 @@ async def _one(
         params = {**key, "due": task.due_ms, "record": task.record, "priority": task.priority}
         cur = await conn.execute(Q.insert_free, params)
         if await cur.fetchone() is not None:
-            if task.priority:  # its claims look at priorities from now on
-                await conn.execute(Q.mark_lanes, {"qid": qid})
             return Answer("written", task.due_ms)
         # Another transaction added a pending task under the id since: judge again.
     raise StoreError(f"{task_type}/{task.id}: its task kept changing; nothing was written")

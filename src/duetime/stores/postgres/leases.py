@@ -90,7 +90,7 @@ async def claim(
             await conn.execute(Q.add_runs, _runs(qid, runs, record._replace(worker=""), now_ms))
     claims, picked = [], 0
     if leasing is not None:
-        rows = sorted(await leasing.fetchall(), key=lambda r: (-r[5], r[3], r[0]))
+        rows = sorted(await leasing.fetchall(), key=lambda r: (-(r[5] or 0), r[3], r[0]))
         claims = [new_claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
         picked = len(rows)
     row = await looking.fetchone()

@@ -28,6 +28,8 @@ class Queues:
         self.namespace = config.namespace
         self.channel = config.channel
         self._known: dict[str, int] = {}
+        #: The queues known to have lanes (0008_priorities.sql: it is never cleared).
+        self.laned: set[int] = set()
 
     async def find(self, conn: Conn, task_type: str) -> int | None:
         """The type's qid, or None when it never had a task."""
@@ -73,11 +75,26 @@ async def write(
         "channel": queues.channel,
         "type": task_type,
     }
+    await give_lanes(conn, queues, qid, tasks)
     cur = await conn.execute(Q.schedule, params)
-    written = [row[0] for row in await cur.fetchall()]
-    if any(t.priority for t in tasks):  # its claims look at priorities from now on
-        await conn.execute(Q.mark_lanes, {"qid": qid})
-    return written
+    return [row[0] for row in await cur.fetchall()]
+
+
+async def give_lanes(conn: Conn, queues: Queues, qid: int, tasks: Sequence[NewTask]) -> None:
+    """Before ``tasks`` are written: give the queue lanes if one of them has a priority other
+    than 0 and it has none (0008_priorities.sql), in a transaction of its own (a savepoint
+    inside the caller's) that holds writes of tasks off meanwhile, once a queue."""
+    if qid in queues.laned or not any(t.priority for t in tasks):
+        return
+    async with conn.transaction():
+        cur = await conn.execute(Q.read_lanes, {"qid": qid})
+        row = await cur.fetchone()
+        if row is not None and not row[0]:
+            await conn.execute(Q.lock_tasks)
+            cur = await conn.execute(Q.mark_lanes, {"qid": qid})
+            if await cur.fetchone() is not None:
+                await conn.execute(Q.lanes_on, {"qid": qid})
+    queues.laned.add(qid)
 
 
 async def wakes_for(conn: Conn, qid: int, due_ms: int) -> bool:
@@ -106,6 +123,7 @@ async def schedule(
     """Write tasks (ids distinct); with ``only_new``, the ids another task holds. With
     ``fence``, raises LeaseLost (nothing written) when the queue's fence is above it."""
     qid = await queues.find_or_add(conn, task_type)
+    await give_lanes(conn, queues, qid, tasks)  # before the transaction below, if any
     if not only_new and fence is None:
         await write(conn, queues, qid, task_type, tasks)
         return []
@@ -282,7 +300,7 @@ async def list_tasks(
     params = {"qid": qid, "limit": limit, "offset": offset}
     cur = await conn.execute(_LISTS[state], params)
     rows = await cur.fetchall()
-    return [StoredTask(r[0], state, r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+    return [StoredTask(r[0], state, r[1], r[2], r[3], r[4], r[5], r[6] or 0) for r in rows]
 
 
 async def count(conn: Conn, queues: Queues, task_type: str) -> dict[State, int]:

@@ -70,6 +70,9 @@ class Queries:
     lock_gate: bytes
     claim_gated: bytes
     mark_lanes: bytes
+    lanes_on: bytes
+    lock_tasks: bytes
+    read_lanes: bytes
     set_paused: bytes
     paused_types: bytes
     hold: bytes

@@ -72,7 +72,7 @@ class RedisCapabilities:
         self: _Core, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
     ) -> list[int]:
         k = self.keys(task_type)
-        keys = [k.due, k.data, k.dead, k.meta]
+        keys = [k.due, k.data, k.dead, k.meta, k.order, k.lane]
         dues: list[int] = []
         for start in range(0, len(entries), SCHEDULE_CHUNK):
             args: list[Any] = [self._wake(task_type), task_type, now_ms, "1" if keep_ttl else "0"]
@@ -126,7 +126,7 @@ class RedisCapabilities:
         self: _Core, task_type: str, event: str, task: NewTask, *, window_ms: int
     ) -> bool:
         k = self.keys(task_type)
-        keys = [event_key(k, event), k.due, k.data, k.dead, k.meta]
+        keys = [event_key(k, event), k.due, k.data, k.dead, k.meta, k.order, k.lane]
         args = [window_ms, self._wake(task_type), task_type, task.id, task.due_ms, task.record]
         return bool((await self._run("schedule_event", keys, args))[0])
 

@@ -47,6 +47,8 @@ INCLUDES = {
     "settle": ("_lanes.lua",),
     "revive": ("_lanes.lua",),
     "hasten": ("_lanes.lua",),
+    "put_entry": ("_lanes.lua",),
+    "schedule_event": ("_lanes.lua",),
 }
 NAMES = (
     "schedule",

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from duetime.stores import wire
 from duetime.stores.base import Outcome
 from duetime.stores.conditional import Answer, Condition, Pending
+from duetime.stores.sqlite import lanes
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
 
@@ -54,9 +55,8 @@ def _one(conn: sqlite3.Connection, qid: int, c: Condition, now_ms: int) -> Answe
         conn.execute(Q.merge_into, (task.record, due, row[0]))
         return Answer("written", due)
     # a new occurrence
-    conn.execute(Q.schedule, (qid, task.id, task.due_ms, task.record, task.priority))
-    if task.priority:
-        conn.execute(Q.mark_lanes, (qid,))
+    priority = lanes.stored(task.priority, lanes.prepare(conn, qid, (task,)))
+    conn.execute(Q.schedule, (qid, task.id, task.due_ms, task.record, priority))
     return Answer("written", task.due_ms)
 
 

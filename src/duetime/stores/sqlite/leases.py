@@ -291,8 +291,8 @@ def _follow_up(conn: sqlite3.Connection, qid: int, j: _Judged, now_ms: int) -> l
         conn.execute(Q.file_dead, (qid, o.dead_id, now_ms, wire.param(o.dead_record), error))
     if o.spawn is not None:  # a new occurrence, written as schedule writes one
         spawn = o.spawn
-        row = (qid, spawn.id, spawn.due_ms, wire.param(spawn.record), spawn.priority)
-        conn.execute(Q.schedule, row)
+        priority = lanes.stored(spawn.priority, lanes.prepare(conn, qid, (spawn,)))
+        conn.execute(Q.schedule, (qid, spawn.id, spawn.due_ms, wire.param(spawn.record), priority))
         made_due.append(o.spawn.due_ms)
     if j.moved or o.op == "done":
         return made_due

@@ -18,6 +18,7 @@ from duetime.stores.base import (
     State,
     StoredTask,
 )
+from duetime.stores.sqlite import lanes
 from duetime.stores.sqlite.queries import Q, repeat_row
 
 # Each function takes the connection first and runs on the store's own thread, inside the
@@ -105,11 +106,12 @@ def schedule(
         if held > fence:
             raise LeaseLost(task_type, fence, f"the type's fence is at {held}")
     head = head_due(conn, qid)
+    laned = lanes.prepare(conn, qid, tasks)
     taken: list[str] = []
     if only_new:
         written = []
         for t in tasks:
-            if conn.execute(_SCHEDULE_NEW, _values(qid, (t,))).rowcount:
+            if conn.execute(_SCHEDULE_NEW, _values(qid, (t,), laned)).rowcount:
                 written.append(t.due_ms)
             else:  # the id is held: by this very task (sent before) or by another
                 held = get(conn, queues, task_type, t.id)
@@ -120,11 +122,9 @@ def schedule(
         full = len(tasks) - len(tasks) % SCHEDULE_ROWS
         if full:
             chunks = (tasks[k : k + SCHEDULE_ROWS] for k in range(0, full, SCHEDULE_ROWS))
-            conn.executemany(_SCHEDULE_MANY, (_values(qid, chunk) for chunk in chunks))
-        conn.executemany(Q.schedule, [_values(qid, (t,)) for t in tasks[full:]])
+            conn.executemany(_SCHEDULE_MANY, (_values(qid, chunk, laned) for chunk in chunks))
+        conn.executemany(Q.schedule, [_values(qid, (t,), laned) for t in tasks[full:]])
         earliest = min(t.due_ms for t in tasks)
-    if any(t.priority for t in tasks):
-        conn.execute(Q.mark_lanes, (qid,))
     return wake_if_earlier(conn, qid, task_type, earliest, head), taken
 
 
@@ -134,7 +134,9 @@ def raise_fence(conn: sqlite3.Connection, queues: Queues, task_type: str, token:
     return bool(conn.execute(Q.raise_fence, (token, qid, token)).rowcount)
 
 
-def _values(qid: int, tasks: Sequence[NewTask]) -> tuple[Any, ...]:
+def _values(qid: int, tasks: Sequence[NewTask], laned: bool) -> tuple[Any, ...]:
+    if not laned:  # every priority is 0: stored as NULL (see lanes.py)
+        return tuple(chain.from_iterable((qid, t.id, t.due_ms, t.record, None) for t in tasks))
     return tuple(chain.from_iterable((qid, t.id, t.due_ms, t.record, t.priority) for t in tasks))
 
 
@@ -149,6 +151,7 @@ def put_entry(
     """Write expiring entries (see ``Store.put_entry``); (their due times, wake-ups)."""
     qid = queues.find_or_add(conn, task_type)
     head = head_due(conn, qid)
+    zero = lanes.stored(0, lanes.has_lanes(conn, qid))  # an entry has priority 0
     dues, made_due = [], []
     for entry in entries:
         row = conn.execute(Q.get, (qid, entry.id)).fetchone()
@@ -158,10 +161,10 @@ def put_entry(
             if keep_ttl:
                 due = current
         elif current is not None:  # expired, not claimed yet: its expiry is still handled
-            aside = (qid, f"{entry.id}@{current}", current, row[6] or entry.record, 0)
+            aside = (qid, f"{entry.id}@{current}", current, row[6] or entry.record, zero)
             conn.execute(Q.schedule, aside)
             made_due.append(current)
-        conn.execute(Q.schedule, (qid, entry.id, due, entry.record, 0))
+        conn.execute(Q.schedule, (qid, entry.id, due, entry.record, zero))
         made_due.append(due)
         dues.append(due)
     return dues, wake_if_earlier(conn, qid, task_type, min(made_due, default=None), head)

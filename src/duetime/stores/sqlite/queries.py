@@ -47,7 +47,7 @@ class Queries:
     mark_lanes: str
     due_levels: str
     pick_level: str
-    pick_zero: str
+    lanes_on: str
     move_aside: str
     take_tokens: str
     lease: str

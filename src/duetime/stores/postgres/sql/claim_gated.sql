@@ -32,52 +32,9 @@ WITH RECURSIVE gate AS (
            END AS n,
            g.base, g.running
     FROM gate AS g
-), plain AS (
-    SELECT id FROM tasks
-    WHERE qid = %(qid)s AND due_ms <= %(horizon)s
-      AND NOT (SELECT lanes FROM queues WHERE qid = %(qid)s)
-    ORDER BY due_ms, id
-    LIMIT (SELECT n FROM allowed)
-    FOR UPDATE SKIP LOCKED
-), levels (p) AS (
-    -- a queue with priorities (lanes): the levels other than 0 that hold due tasks, highest
-    -- first, an index probe a level (tasks_lanes), whatever each level holds
-    (SELECT priority FROM tasks
-     WHERE qid = %(qid)s AND due_ms IS NOT NULL AND priority <> 0
-       AND (SELECT lanes FROM queues WHERE qid = %(qid)s)
-     ORDER BY priority DESC LIMIT 1)
-    UNION ALL
-    SELECT (SELECT t.priority FROM tasks AS t
-            WHERE t.qid = %(qid)s AND t.due_ms IS NOT NULL AND t.priority <> 0
-              AND t.priority < l.p
-            ORDER BY t.priority DESC LIMIT 1)
-    FROM levels AS l
-    WHERE l.p IS NOT NULL
-), laned AS (
-    SELECT x.priority, x.id, x.due_ms
-    FROM levels AS l
-    CROSS JOIN LATERAL (
-        SELECT priority, id, due_ms FROM tasks
-        WHERE qid = %(qid)s AND priority = l.p AND priority <> 0 AND due_ms <= %(horizon)s
-        ORDER BY due_ms, id
-        LIMIT (SELECT n FROM allowed)
-        FOR UPDATE SKIP LOCKED
-    ) AS x
-    WHERE l.p IS NOT NULL
-), zero AS (
-    SELECT 0 AS priority, id, due_ms FROM tasks
-    WHERE qid = %(qid)s AND due_ms <= %(horizon)s AND priority = 0
-      AND (SELECT lanes FROM queues WHERE qid = %(qid)s)
-    ORDER BY due_ms, id
-    LIMIT (SELECT n FROM allowed)
-    FOR UPDATE SKIP LOCKED
-), picked AS (
-    SELECT id FROM plain
-    UNION ALL
-    (SELECT id FROM (SELECT * FROM laned UNION ALL SELECT * FROM zero) AS a
-     ORDER BY priority DESC, due_ms, id
-     LIMIT (SELECT n FROM allowed))
-), leased AS (
+),
+-- include _claim_pick.sql
+, leased AS (
     UPDATE tasks AS t
     SET due_ms = NULL,
         token = CASE WHEN t.record IS NULL THEN t.token ELSE nextval('tokens') END,

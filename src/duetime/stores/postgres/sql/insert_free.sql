@@ -4,7 +4,9 @@
 -- Parameters: %(qid)s, %(id)s, %(due)s, %(record)s, %(priority)s.
 -- Returns one row (id) when written, none when a pending task holds the id.
 INSERT INTO tasks AS t (qid, id, due_ms, record, priority)
-VALUES (%(qid)s, %(id)s, %(due)s, %(record)s, %(priority)s)
+VALUES (%(qid)s, %(id)s, %(due)s, %(record)s,
+        CASE WHEN %(priority)s <> 0 OR (SELECT lanes FROM queues WHERE qid = %(qid)s)
+             THEN %(priority)s::smallint END)
 ON CONFLICT (qid, id) DO UPDATE
 SET due_ms = excluded.due_ms,
     record = excluded.record,

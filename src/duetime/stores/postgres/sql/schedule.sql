@@ -20,7 +20,10 @@ WITH head AS (
     ) AS h
 ), written AS (
     INSERT INTO tasks AS t (qid, id, due_ms, record, priority)
-    SELECT %(qid)s, u.id, u.due_ms, u.record, u.priority
+    SELECT %(qid)s, u.id, u.due_ms, u.record,
+           -- 0 is stored as NULL in a queue without lanes (0008_priorities.sql)
+           CASE WHEN u.priority <> 0 OR (SELECT lanes FROM queues WHERE qid = %(qid)s)
+                THEN u.priority END
     FROM unnest(%(ids)s::text[], %(dues)s::bigint[], %(records)s::text[],
                 %(priorities)s::smallint[])
         AS u (id, due_ms, record, priority)

@@ -7,7 +7,8 @@
 -- occurrence, out of the dead letters, stalls and error cleared). Running it twice gives
 -- the same result: the second time every entry is live.
 --
--- KEYS[1] due, KEYS[2] data, KEYS[3] dead, KEYS[4] meta
+-- KEYS[1] due, KEYS[2] data, KEYS[3] dead, KEYS[4] meta, KEYS[5] order, KEYS[6] lane (the
+-- priorities, see _lanes.lua: an entry has priority 0, and is in order while it exists)
 -- ARGV[1] wake channel, ARGV[2] task type, ARGV[3] now ms, ARGV[4] "1" to keep a live
 -- entry's expiry, else "0"
 -- ARGV[5..] triples: id, due ms (integer string), record; ids are distinct
@@ -16,7 +17,9 @@
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
 local due, data, dead, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local bad = wrong_type({due, 'zset', data, 'hash', dead, 'zset', meta, 'hash'})
+local order, lane = KEYS[5], KEYS[6]
+local bad = wrong_type({due, 'zset', data, 'hash', dead, 'zset', meta, 'hash', order, 'zset',
+                        lane, 'hash'})
 if bad then
   return {-1, bad}
 end
@@ -42,6 +45,7 @@ for i = 5, #ARGV, 3 do
   else
     if current then  -- expired, not claimed yet: its expiry is still handled
       local aside = id .. '@' .. string.format('%d', tonumber(current))
+      lane_add(order, lane, due, {{aside, current, 0}})
       redis.call('ZADD', due, current, aside)
       redis.call('HSET', data, aside, redis.call('HGET', data, id) or record)
       if not earliest or tonumber(current) < tonumber(earliest) then
@@ -51,6 +55,7 @@ for i = 5, #ARGV, 3 do
     redis.call('ZREM', dead, id)
     redis.call('HDEL', meta, 's:' .. id, 'e:' .. id)
   end
+  lane_add(order, lane, due, {{id, at, 0}})
   redis.call('ZADD', due, at, id)
   redis.call('HSET', data, id, record)
   if not earliest or tonumber(at) < tonumber(earliest) then

@@ -2,7 +2,8 @@
 -- first call for the event writes the task and remembers the event for a while; later calls
 -- for it write nothing. Running it twice gives the same result.
 --
--- KEYS[1] the event's key (STRING), KEYS[2] due, KEYS[3] data, KEYS[4] dead, KEYS[5] meta
+-- KEYS[1] the event's key (STRING), KEYS[2] due, KEYS[3] data, KEYS[4] dead, KEYS[5] meta,
+-- KEYS[6] order, KEYS[7] lane (the priorities, see _lanes.lua: the task has priority 0)
 -- ARGV[1] how long the event is remembered (ms), ARGV[2] wake channel, ARGV[3] task type,
 -- ARGV[4] id, ARGV[5] due ms, ARGV[6] record
 --
@@ -10,7 +11,8 @@
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
 local event, due, data, dead, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local bad = wrong_type({event, 'string', due, 'zset', data, 'hash', dead, 'zset', meta, 'hash'})
+local bad = wrong_type({event, 'string', due, 'zset', data, 'hash', dead, 'zset', meta, 'hash',
+                        KEYS[6], 'zset', KEYS[7], 'hash'})
 if bad then
   return {-1, bad}
 end
@@ -23,6 +25,7 @@ if not redis.call('SET', event, '1', 'NX', 'PX', ARGV[1]) then
 end
 local id = ARGV[4]
 local head = head_score(due)
+lane_add(KEYS[6], KEYS[7], due, {{id, ARGV[5], 0}})
 redis.call('ZADD', due, ARGV[5], id)
 redis.call('HSET', data, id, ARGV[6])
 redis.call('ZREM', dead, id)
