@@ -9,8 +9,9 @@ So the ids a worker derives from a task's (a hand-off or a dead occurrence,
 ``get`` and ``cancel`` find it. A claim asks every partition at once, the batch spread over
 them from a partition that turns with each claim, so none is starved; the fencing tokens
 it hands out carry their partition (``token * MAX_PARTITIONS + partition``), and the
-settles and renewals that carry them go back to it. A fence (``raise_fence``) is raised
-in every partition, and a write under a token is checked in each partition it writes to.
+settles and renewals that carry them go back to it (:mod:`.leases`). A fence
+(``raise_fence``) is raised in every partition, and a write under a token is checked in
+each partition it writes to.
 Types of one partition are passed through unchanged: today's layout.
 
 The wrapper is store-neutral: every store keeps its own layout under it.
@@ -33,13 +34,11 @@ from duetime.partitions.layout import (
     partition_of,
     stored_partitions,
 )
+from duetime.partitions.leases import PartitionLeases
 from duetime.stores.base import (
     STATES,
     AbortFound,
-    Claim,
-    ClaimBatch,
     NewTask,
-    Outcome,
     State,
     Store,
     StoredTask,
@@ -54,14 +53,12 @@ from duetime.stores.capabilities import (
     use,
 )
 from duetime.stores.conditional import Answer, Condition
-from duetime.stores.gating import Gate
-from duetime.stores.runs import RunLog, StoredRun
-from duetime.validate import MAX_PARTITIONS
+from duetime.stores.runs import StoredRun
 
 T = TypeVar("T")
 
 
-class PartitionedStore:
+class PartitionedStore(PartitionLeases):
     """A :class:`~duetime.stores.base.Store` that spreads each type of more than one
     partition over that many of ``inner``'s types (see the module).
 
@@ -225,110 +222,6 @@ class PartitionedStore:
                 dues[place] = due
         return dues
 
-    # -- claims and what carries their tokens ------------------------------------------------
-
-    async def claim(
-        self,
-        task_type: str,
-        *,
-        now_ms: int,
-        limit: int,
-        gate: Gate | None = None,
-        **options: Any,
-    ) -> ClaimBatch:
-        n = self._counts.get(task_type) or await self._n(task_type)
-        if n == 1:
-            return await self.inner.claim(
-                task_type, now_ms=now_ms, limit=limit, gate=gate, **options
-            )
-        first = next(self._turn) % n
-        shares = [limit // n + (1 if (p - first) % n < limit % n else 0) for p in range(n)]
-        batches = await asyncio.gather(
-            *(
-                self.inner.claim(
-                    part_name(task_type, p),
-                    now_ms=now_ms,
-                    limit=shares[p],
-                    gate=None if gate is None else gate.share(p, n),
-                    **options,
-                )
-                for p in range(n)
-            )
-        )
-        claims = [
-            c._replace(token=c.token * MAX_PARTITIONS + p)
-            for step in range(n)
-            for p in [(first + step) % n]
-            for c in batches[p].claims
-        ]
-        nexts = [b.next_ms for b in batches if b.next_ms is not None]
-        opens = [b.open_ms for b in batches if b.open_ms is not None]
-        return ClaimBatch(
-            claims,
-            min(nexts, default=None),
-            sum(b.reaped for b in batches),
-            min(opens, default=None),
-        )
-
-    async def settle(
-        self,
-        task_type: str,
-        outcomes: Sequence[Outcome],
-        now_ms: int,
-        record: RunLog | None = None,
-    ) -> list[bool]:
-        """Settle each partition's outcomes there; with ``record`` (the inner store has the
-        run history), each partition keeps the runs of its tasks."""
-        settle = self.inner.settle if record is None else self._settle_recorded(record)
-        n = self._partitions_of(task_type)
-        if n == 1:
-            return await settle(task_type, outcomes, now_ms)
-        kept = [False] * len(outcomes)
-        groups = _by_token(outcomes, lambda o: o.claim)
-        for p, group in groups.items():
-            inner = [o._replace(claim=_inner(o.claim)) for _, o in group]
-            got = await settle(part_name(task_type, p), inner, now_ms)
-            for (place, _), ok in zip(group, got, strict=True):
-                kept[place] = ok
-        # A hold is the whole type's: its settle held its own partition, atomically with the
-        # hand-back; the others get it right after (a claim between the two may start one).
-        holds = [o.due_ms for o, ok in zip(outcomes, kept, strict=True) if ok and o.op == "hold"]
-        if holds:
-            until = max(h for h in holds if h is not None)
-            await self._each(task_type, n, lambda part: use(self.inner, GATES).hold(part, until))
-        return kept
-
-    def _settle_recorded(self, record: RunLog) -> Callable[..., Any]:
-        settle = use(self.inner, RUN_HISTORY).settle
-
-        async def recorded(task_type: str, outcomes: Sequence[Outcome], now_ms: int) -> Any:
-            return await settle(task_type, outcomes, now_ms, record)
-
-        return recorded
-
-    async def extend(
-        self, task_type: str, claims: Sequence[Claim], deadline_ms: int
-    ) -> list[Claim]:
-        if self._partitions_of(task_type) == 1:
-            return await self.inner.extend(task_type, claims, deadline_ms)
-        lost: list[Claim] = []
-        for p, group in _by_token(claims, lambda c: c).items():
-            inner = [_inner(c) for _, c in group]
-            part = part_name(task_type, p)
-            gone = {c.token for c in await self.inner.extend(part, inner, deadline_ms)}
-            lost += (c for _, c in group if _inner(c).token in gone)
-        return lost
-
-    async def aborting(self, task_type: str, claims: Sequence[Claim]) -> list[Claim]:
-        if self._partitions_of(task_type) == 1:
-            return await self.inner.aborting(task_type, claims)
-        marked: list[Claim] = []
-        for p, group in _by_token(claims, lambda c: c).items():
-            inner = [_inner(c) for _, c in group]
-            found = {c.token for c in await self.inner.aborting(part_name(task_type, p), inner)}
-            marked += (c for _, c in group if _inner(c).token in found)
-        return marked
-
     # -- reads over every partition ----------------------------------------------------------
 
     async def list_tasks(
@@ -416,18 +309,6 @@ def _type_of(store_type: str) -> str:
     """The task type a store type belongs to: ``<type>#<n>`` is a partition of ``<type>``."""
     base, sep, number = store_type.rpartition(SEPARATOR)
     return base if sep and number.isdigit() else store_type
-
-
-def _inner(claim: Claim) -> Claim:
-    """The claim as its partition handed it out."""
-    return claim._replace(token=claim.token // MAX_PARTITIONS)
-
-
-def _by_token(items: Sequence[T], claim_of: Callable[[T], Claim]) -> dict[int, list[tuple[int, T]]]:
-    groups: dict[int, list[tuple[int, T]]] = {}
-    for place, item in enumerate(items):
-        groups.setdefault(claim_of(item).token % MAX_PARTITIONS, []).append((place, item))
-    return groups
 
 
 async def open_partitioned(store: Store, partitions_of: Callable[[str], int]) -> Store:
