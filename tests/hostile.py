@@ -137,9 +137,6 @@ class RawPostgres:
     without NUL, times and tokens are 64-bit integers. A value they cannot hold cannot be
     in the store, so it is left out (the task keeps what it had)."""
 
-    #: Whether any bytes can be written as a record (no: PostgreSQL checks the encoding).
-    takes_any_bytes = False
-
     def __init__(self, url: str, namespace: str) -> None:
         self.config = parse_postgres_url(url, namespace=namespace)
         self.conn: psycopg.Connection[Any] = psycopg.connect(
@@ -174,6 +171,11 @@ class RawPostgres:
             return
         if "\0" not in text:
             self._set(task_type, task_id, "record = %s", text)
+
+    def force_record(self, task_type: str, task_id: str, value: bytes) -> None:
+        """Write ``value`` as the record's text whatever it holds, as the bytes a client could
+        send: the server checks the encoding and raises what it says."""
+        self._set(task_type, task_id, "record = convert_from(%s, 'UTF8')", value)
 
     def set_due(self, task_type: str, task_id: str, score: float) -> None:
         if score == score and abs(score) < 2**63 - 1024:  # not NaN, and fits a bigint

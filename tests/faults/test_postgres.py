@@ -207,8 +207,9 @@ async def test_three_workers_run_each_task_once(
 def private_cluster() -> Iterator[PrivateCluster]:
     problem = private_cluster_problem()
     if problem:
-        pytest.skip(f"no private PostgreSQL cluster to restart ({problem}); the shared server "
-                    "is never restarted by the tests")  # fmt: skip
+        pytest.fail(f"no private PostgreSQL cluster to restart ({problem}); the shared server "
+                    "is never restarted by the tests. Install PostgreSQL's server binaries "
+                    "(Debian: apt-get install -y postgresql)")  # fmt: skip
     cluster = PrivateCluster(Path(tempfile.mkdtemp(prefix="duetime-pg-")), free_port())
     try:
         yield cluster.create()

@@ -8,18 +8,9 @@
 -- %(cutoff)s (ms), %(keep)s, %(worker)s; arrays of one length: %(ids)s, %(tokens)s,
 -- %(lines)s (NULL: no run).
 -- Returns what settle_drop.sql returns.
-WITH gone AS (
-    DELETE FROM tasks AS t
-    WHERE t.qid = %(qid)s
-      AND t.id = ANY (ARRAY(SELECT unnest(%(ids)s::text[])))
-      AND t.token = ANY (%(tokens)s::bigint[])
-      AND t.due_ms IS NULL AND t.dead_ms IS NULL
-    RETURNING t.id, t.token
-), freed AS (
-    UPDATE queues SET waiting = false
-    WHERE qid = %(qid)s AND waiting AND EXISTS (SELECT 1 FROM gone)
-    RETURNING pg_notify(%(channel)s, %(now)s || ' ' || %(type)s)
-), kept AS (
+WITH
+-- include _settle_gone.sql
+, kept AS (
     SELECT r.line, r.ord
     FROM unnest(%(ids)s::text[], %(tokens)s::bigint[], %(lines)s::text[])
         WITH ORDINALITY AS r (id, token, line, ord)
