@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from duetime.aborts import AbortStatus
 from duetime.app import App
+from duetime.calls.aborts import AbortStatus
 from duetime.client import Client
 from duetime.clock import Clock, ManualClock, StoreClock, SystemClock
 from duetime.context import Context

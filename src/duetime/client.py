@@ -1,5 +1,5 @@
 """The Client: the store behind an app, its clock, and the calls on tasks (schedule, read,
-cancel, retry; the producer's calls are in :mod:`duetime.producing`)."""
+cancel, retry; the producer's calls are in :mod:`duetime.calls.producing`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Self, TypedDict
 
-from duetime.aborts import AbortCalls
+from duetime.calls.aborts import AbortCalls
+from duetime.calls.listing import task_info
+from duetime.calls.producing import ProducerCalls
+from duetime.calls.upcoming import UpcomingCalls
 from duetime.clock import Clock, StoreClock, from_ms, synced_clock
 from duetime.errors import (
     DuetimeError,
@@ -20,16 +23,13 @@ from duetime.errors import (
 )
 from duetime.features.cron.calls import CronCalls
 from duetime.features.cron.feature import CronFeature
-from duetime.listing import task_info
 from duetime.model import TaskInfo
 from duetime.partitions.store import open_partitioned
-from duetime.producing import ProducerCalls
 from duetime.record import Record
 from duetime.registry import Registry
 from duetime.stores import open_store, redact, resolve_url
 from duetime.stores.base import DURABILITIES, STATES, Durability, State, Store
 from duetime.tasktype import TaskType, TaskTypes
-from duetime.upcoming import UpcomingCalls
 from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_name, to_ms
 
 

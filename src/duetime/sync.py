@@ -16,7 +16,7 @@ from duetime.model import Task, TaskInfo
 from duetime.stores.base import State
 
 if TYPE_CHECKING:
-    from duetime.aborts import AbortStatus
+    from duetime.calls.aborts import AbortStatus
     from duetime.client import Client
     from duetime.features.cron.manage import CronInfo
     from duetime.features.history.runs import RunInfo

@@ -72,7 +72,7 @@ async def test_submit_never_takes_an_id_in_use(
 ) -> None:
     await app.schedule("mail", "taken00000ab", at=AT, payload={"mine": True})
     draws = iter(["taken00000ab", "taken00000ab", "fresh0000000"])
-    monkeypatch.setattr(duetime.producing, "new_task_id", lambda: next(draws))
+    monkeypatch.setattr(duetime.calls.producing, "new_task_id", lambda: next(draws))
 
     assert await app.submit("mail", at=AT + timedelta(hours=1), payload={"mine": False}) == (
         "fresh0000000"
@@ -86,7 +86,7 @@ async def test_submit_gives_up_when_every_id_drawn_is_taken(
     app: duetime.App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await app.schedule("mail", "taken00000ab", at=AT, payload={"mine": True})
-    monkeypatch.setattr(duetime.producing, "new_task_id", lambda: "taken00000ab")
+    monkeypatch.setattr(duetime.calls.producing, "new_task_id", lambda: "taken00000ab")
 
     with pytest.raises(duetime.StoreError, match="no free id"):
         await app.submit("mail", at=AT + timedelta(hours=1), payload={"mine": False})

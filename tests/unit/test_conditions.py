@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from duetime.conditions import Wanted, merged, turns
+from duetime.calls.conditions import Wanted, merged, turns
 from duetime.errors import SchemaError, ValidationError
 from duetime.record import Record
 from duetime.stores.base import NewTask

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from duetime.calls.newtask import new_task
 from duetime.errors import SchemaError
 from duetime.model import Task
-from duetime.newtask import new_task
 from duetime.record import Record
 from duetime.triggers.cron.expression import parse_cron
 from duetime.triggers.cron.trigger import CronTrigger

@@ -10,10 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import duetime
+from duetime.calls.newtask import new_task
 from duetime.clock import MAX_MS, MIN_MS, from_ms
 from duetime.errors import PayloadError, ValidationError
 from duetime.model import Task
-from duetime.newtask import new_task
 from duetime.validate import (
     MAX_ID_BYTES,
     MAX_STORED_ID_BYTES,

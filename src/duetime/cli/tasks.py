@@ -10,9 +10,9 @@ from typing import Any, cast
 
 import click
 
-from duetime.aborts import AbortStatus
 from duetime.admin import bulk
 from duetime.app import App
+from duetime.calls.aborts import AbortStatus
 from duetime.cli.output import (
     TASK_HEADER,
     echo,

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from duetime.calls.newtask import unique_ms
 from duetime.errors import SchemaError, StoreError, ValidationError
 from duetime.model import Task
-from duetime.newtask import unique_ms
 from duetime.record import Record
 from duetime.stores.base import NewTask
 from duetime.stores.capabilities import ConditionalSchedule

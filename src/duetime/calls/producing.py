@@ -1,7 +1,7 @@
 """The producer's calls: ``schedule``, ``submit`` and ``schedule_many`` (a part of the
-:class:`~duetime.client.Client`), each checked at the door (:mod:`duetime.newtask`) and
+:class:`~duetime.client.Client`), each checked at the door (:mod:`duetime.calls.newtask`) and
 written by the store; on conditions (``if_exists``, ``unique_for``) through
-:mod:`duetime.conditions`."""
+:mod:`duetime.calls.conditions`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any, overload
 
-from duetime import conditions
+from duetime.calls import conditions
+from duetime.calls.newtask import new_task
 from duetime.clock import from_ms
 from duetime.errors import StoreError, UnknownTaskType, ValidationError
 from duetime.interval import CalendarInterval
 from duetime.model import IfExists, Task
-from duetime.newtask import new_task
 from duetime.registry import ClientSide
 from duetime.stores.base import NewTask, Store
 from duetime.stores.capabilities import CONDITIONAL, require, use
@@ -232,7 +232,7 @@ async def _prepare(client: ClientSide, spec: Task) -> tuple[Store, NewTask]:
 async def _write_if(
     client: ClientSide, store: Store, task_type: str, tasks: list[conditions.Wanted]
 ) -> list[Answer]:
-    """Write tasks on their conditions (ids distinct): see :mod:`duetime.conditions`."""
+    """Write tasks on their conditions (ids distinct): see :mod:`duetime.calls.conditions`."""
     require(client.store(), CONDITIONAL, "if_exists and unique_for", client.where())
     now, limit = client.clock.now_ms(), client.max_payload_bytes
     return await conditions.write(use(store, CONDITIONAL), task_type, tasks, now, limit)
