@@ -4,13 +4,19 @@ swallow one on Python 3.11, which kept every stop waiting for the next half-seco
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from datetime import timedelta
 from typing import Any
 
+import pytest
+from redis.asyncio.cluster import RedisCluster as RedisClusterClient
+
 import duetime
+from duetime.stores.redis.cluster import listen_sharded
 from duetime.testing import harness
+from tests.helpers import eventually
 from tests.servers import RedisCluster
 
 
@@ -37,3 +43,40 @@ async def test_a_burst_on_a_cluster_returns_once_its_runs_are_settled(
     # Each stop waited out a whole poll (0.5 s) before; now a burst takes a few
     # milliseconds, well under the poll even on a loaded machine.
     assert max(took) < 0.4, took
+
+
+async def test_the_shard_listener_survives_a_write_to_a_dead_nodes_transport(
+    redis_cluster: RedisCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node that dies under redis-py's cluster pub/sub can leave it writing to a closed
+    transport, which asyncio raises as a RuntimeError: the listener subscribes again, as
+    for a lost connection, instead of ending the worker."""
+    client = RedisClusterClient.from_url(redis_cluster.seed_url)
+    await client.initialize()
+    real_pubsub = client.pubsub
+    broken = [True]
+
+    def pubsub() -> Any:
+        made = real_pubsub()
+        if broken.pop() if broken else False:
+
+            async def dead(**_: Any) -> Any:
+                raise RuntimeError("unable to perform operation on <TCPTransport closed=True>")
+
+            made.get_sharded_message = dead  # type: ignore[assignment]
+        return made
+
+    monkeypatch.setattr(client, "pubsub", pubsub)
+    wakes: list[str] = []
+    more = asyncio.Event()
+    namespace = "t" + uuid.uuid4().hex[:8]
+    listener = asyncio.create_task(
+        listen_sharded(client, namespace, {"work"}, more, lambda t, d: wakes.append(t))
+    )
+    try:
+        await eventually(lambda: wakes.count("*") >= 2, 10, "subscribed again after the error")
+        assert not listener.done()
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+        await client.aclose()

@@ -343,7 +343,10 @@ async def listen_sharded(
                     raise asyncio.CancelledError
                 if message is not None and message.get("type") in (b"smessage", "smessage"):
                     wake.dispatch(message.get("data"), on_wake)
-        except (rexc.RedisError, OSError, AttributeError) as exc:
+        except (rexc.RedisError, OSError, AttributeError, RuntimeError) as exc:
+            # RuntimeError: redis-py's cluster pub/sub may write to the transport of a node
+            # that just died ("unable to perform operation on <TCPTransport closed=True>"),
+            # which asyncio raises as such: the channels are lost like any other way.
             outage.failed(exc, "lost (%s); subscribing again", exc, expected=True)
         finally:
             with contextlib.suppress(Exception):
