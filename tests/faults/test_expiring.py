@@ -108,8 +108,13 @@ async def test_entries_and_key_expiries_survive_pubsub_connections_killed_mid_ru
 async def test_three_workers_handle_each_expired_key_once(
     redis_url: str, namespace: str, workers: Workers
 ) -> None:
+    # One handler at a time per worker, each 10 ms: no worker can take every key alone, so
+    # that the events are shared is certain, not a race the fastest worker may win.
     for _ in range(3):
-        workers.start(redis_url, namespace, key_expired=f"{namespace}:s*@{DB}").wait_ready()
+        workers.start(
+            redis_url, namespace, key_expired=f"{namespace}:s*@{DB}", concurrency=1,
+            mode="sleep:0.01",
+        ).wait_ready()
     await asyncio.sleep(0.5)  # all three listen
     keys = redis.Redis.from_url(redis_url.rsplit("/", 1)[0] + f"/{DB}")
     try:

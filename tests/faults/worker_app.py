@@ -24,7 +24,8 @@ A payload ``{"sleep": <seconds>}`` overrides the mode's sleep for that task.
 ``--expiring <ttl s>`` makes the type an expiring group instead, whose handler writes
 ``start``, then ``value <key> ... <value as compact JSON>`` (in the occurrence's column),
 then ``effect``. ``--key-expired <pattern>@<db>`` adds an ``on_key_expired`` handler, of
-type ``keyExpired``, that writes ``start`` and ``effect`` with the key as the task id.
+type ``keyExpired``, that writes ``start``, sleeps as the mode says, and writes ``effect``
+with the key as the task id.
 
 ``--cron <expression>`` makes the type a cron schedule of the same name (``--overlap``
 sets its overlap policy) whose handler is the one above: the ledger's task id is the
@@ -171,6 +172,8 @@ def build(args: argparse.Namespace) -> duetime.App:
         async def key_expired(key: str, ctx: duetime.Context) -> None:
             line = f"{{kind}} {key} {ctx.token} {ctx.attempt} {pid} {{t:.3f}} 0 {ctx.occurrence}\n"
             os.write(fd, line.format(kind="start", t=wall_ms()).encode())
+            if default_sleep > 0:
+                await asyncio.sleep(default_sleep)
             os.write(fd, line.format(kind="effect", t=wall_ms()).encode())
 
     return app
