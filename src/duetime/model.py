@@ -81,6 +81,8 @@ class PolicyOptions(TypedDict, total=False):
     delivery: Delivery
     rate: Rate | str | None
     global_concurrency: int | None
+    group_rate: Rate | str | None
+    group_concurrency: int | None
 
 
 class TaskOptions(PolicyOptions, total=False):
@@ -118,6 +120,10 @@ class TaskPolicy:
             it); None for no limit. Tasks it holds back stay due, counting no attempt.
         global_concurrency: most handlers of the type running at once across every worker
             (``concurrency`` still caps each worker); None for no limit.
+        group_rate: at most this many starts per period of each group's tasks (tasks
+            scheduled with ``group=``), across every worker; None for no limit.
+        group_concurrency: most handlers of one group running at once across every worker;
+            None for no limit. A group at its limit does not hold back the others.
     """
 
     concurrency: int = DEFAULT_CONCURRENCY
@@ -129,12 +135,17 @@ class TaskPolicy:
     delivery: Delivery = "at_least_once"
     rate: Rate | None = None
     global_concurrency: int | None = None
+    group_rate: Rate | None = None
+    group_concurrency: int | None = None
 
     def __post_init__(self) -> None:
         check_int("concurrency", self.concurrency)
-        if self.rate is not None and not isinstance(self.rate, Rate):
-            raise ValidationError("rate", "must be a duetime.Rate (or, as an option, 'N/s')")
+        for name in ("rate", "group_rate"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Rate):
+                raise ValidationError(name, "must be a duetime.Rate (or, as an option, 'N/s')")
         check_global_concurrency(self.global_concurrency)
+        check_global_concurrency(self.group_concurrency, "group_concurrency")
         if not isinstance(self.backoff, Backoff):
             raise ValidationError("backoff", "must be a duetime.Backoff, or a number of seconds")
         if self.timeout is not None:
@@ -169,8 +180,9 @@ class TaskPolicy:
         if "timeout" in given:
             given["timeout"] = as_timedelta("timeout", given["timeout"])
         given["backoff"] = _backoff(given.get("backoff"))
-        if "rate" in given:
-            given["rate"] = as_rate(given["rate"])
+        for name in ("rate", "group_rate"):
+            if name in given:
+                given[name] = as_rate(given[name], name)
         if "lease" in given:
             given["lease"] = as_timedelta("lease", given["lease"]) or DEFAULT_LEASE
         return cls(**given)
@@ -267,6 +279,7 @@ class Task:
     if_exists: IfExists = "replace"
     unique_for: timedelta | None = None
     priority: int | None = None
+    group: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,6 +318,7 @@ class TaskInfo:
             :class:`~duetime.Retry` or :class:`~duetime.Abort`, a time limit in a thread,
             a record that could not be read).
         priority: its priority (-100 to 100; higher is claimed first among due tasks).
+        group: its group (None for none): the type's group limits hold each group apart.
     """
 
     task_type: str
@@ -320,3 +334,4 @@ class TaskInfo:
     kind: str = "once"
     traceback: str | None = None
     priority: int = 0
+    group: str | None = None

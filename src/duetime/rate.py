@@ -68,24 +68,28 @@ class Rate:
         return shown if self.burst is None else f"{shown} (burst {self.burst})"
 
 
-def as_rate(value: object) -> Rate | None:
+def as_rate(value: object, field: str = "rate") -> Rate | None:
     """``value`` as a Rate: one already, a string ``"N/s"``, ``"N/m"`` or ``"N/h"``, or None.
 
     Raises:
-        ValidationError: anything else (field ``rate``).
+        ValidationError: anything else (naming ``field``: ``rate`` or ``group_rate``).
     """
     if value is None or isinstance(value, Rate):
         return value
     if isinstance(value, str):
         match = _RATE.fullmatch(value)
         if match is None:
-            raise ValidationError("rate", f"{value!r} is not a rate: {_FORMS}")
-        return Rate(int(match[1]), PERIODS[match[2]])
-    raise ValidationError("rate", f"{_FORMS}, not {type(value).__name__}")
+            raise ValidationError(field, f"{value!r} is not a rate: {_FORMS}")
+        try:
+            return Rate(int(match[1]), PERIODS[match[2]])
+        except ValidationError as exc:  # a count of 0: named as the option that gave it
+            raise ValidationError(field, exc.problem) from None
+    raise ValidationError(field, f"{_FORMS}, not {type(value).__name__}")
 
 
-def check_global_concurrency(value: object) -> int | None:
-    """``value`` if it is None or an integer of 1 or more (``global_concurrency``)."""
+def check_global_concurrency(value: object, field: str = "global_concurrency") -> int | None:
+    """``value`` if it is None or an integer of 1 or more (``global_concurrency``,
+    ``group_concurrency``)."""
     if value is None:
         return None
-    return check_int("global_concurrency", value)
+    return check_int(field, value)

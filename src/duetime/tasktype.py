@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from duetime.errors import DuplicateTaskNameError, UnknownTaskType, ValidationError
 from duetime.model import History, Pacing, Reschedule, TaskPolicy
+from duetime.rate import Rate
 from duetime.stores.gating import Gate
 from duetime.validate import check_name, check_partitions
 
@@ -58,32 +59,43 @@ def call_mode(fn: Handler, *, cron: bool = False, takes: tuple[str, ...] = ()) -
 
 
 def gate_of(policy: TaskPolicy, partitions: int = 1) -> Gate | None:
-    """The limits claims of a type with ``policy`` are held to: its rate and global
-    concurrency, or None without either.
+    """The limits claims of a type with ``policy`` are held to: its rate, global
+    concurrency and each group's, or None without any.
 
     A type over several partitions keeps its gate in each, each holding its share (see
     ``Gate.share``), so every partition needs a whole running slot and a whole burst.
 
     Raises:
-        ValidationError: ``global_concurrency`` or the rate's burst below ``partitions``.
+        ValidationError: a concurrency or a rate's burst below ``partitions``.
     """
-    rate, most = policy.rate, policy.global_concurrency
-    if rate is None and most is None:
+    limits = (policy.rate, policy.global_concurrency, policy.group_rate, policy.group_concurrency)
+    if all(limit is None for limit in limits):
         return None
+    rate, most = _limits(policy.rate, policy.global_concurrency, "", partitions)
+    group_rate, group_most = _limits(
+        policy.group_rate, policy.group_concurrency, "group_", partitions
+    )
+    return Gate(*rate, most, *group_rate, group_most)
+
+
+def _limits(
+    rate: Rate | None, most: int | None, prefix: str, partitions: int
+) -> tuple[tuple[float, float], int]:
+    """``((interval, burst), most running)`` of a rate and a concurrency (``prefix`` names
+    their options: "" or "group_"), checked against ``partitions``."""
     if most is not None and most < partitions:
         raise ValidationError(
-            "global_concurrency",
+            f"{prefix}concurrency" if prefix else "global_concurrency",
             f"must be at least partitions ({partitions}): each partition holds a share of it",
         )
     if rate is not None and rate.bucket < partitions:
         raise ValidationError(
-            "rate",
+            f"{prefix}rate",
             f"its burst ({rate.bucket}) must be at least partitions ({partitions}): each "
             "partition holds a share of it",
         )
-    if rate is None:
-        return Gate(max_running=most or 0)
-    return Gate(rate.interval_ms, float(rate.bucket), most or 0)
+    spacing = (0.0, 1.0) if rate is None else (rate.interval_ms, float(rate.bucket))
+    return spacing, most or 0
 
 
 @dataclass(eq=False)

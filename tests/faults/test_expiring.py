@@ -112,7 +112,10 @@ async def test_three_workers_handle_each_expired_key_once(
     # that the events are shared is certain, not a race the fastest worker may win.
     for _ in range(3):
         workers.start(
-            redis_url, namespace, key_expired=f"{namespace}:s*@{DB}", concurrency=1,
+            redis_url,
+            namespace,
+            key_expired=f"{namespace}:s*@{DB}",
+            concurrency=1,
             mode="sleep:0.01",
         ).wait_ready()
     await asyncio.sleep(0.5)  # all three listen

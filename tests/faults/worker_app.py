@@ -172,8 +172,7 @@ def build(args: argparse.Namespace) -> duetime.App:
         async def key_expired(key: str, ctx: duetime.Context) -> None:
             line = f"{{kind}} {key} {ctx.token} {ctx.attempt} {pid} {{t:.3f}} 0 {ctx.occurrence}\n"
             os.write(fd, line.format(kind="start", t=wall_ms()).encode())
-            if default_sleep > 0:
-                await asyncio.sleep(default_sleep)
+            await asyncio.sleep(default_sleep)
             os.write(fd, line.format(kind="effect", t=wall_ms()).encode())
 
     return app

@@ -45,4 +45,5 @@ def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
         kind,
         trace,
         stored.priority,
+        stored.group or None,
     )

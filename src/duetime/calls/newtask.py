@@ -39,6 +39,7 @@ def new_task(
     """
     check_id(task.task_id)
     priority = default_priority if task.priority is None else check_priority(task.priority)
+    group = "" if task.group is None else check_id(task.group, "group")
     if task.at is not None and task.delay is not None:
         raise ValidationError("at", "give either at or delay, not both")
     if task.at is not None:
@@ -55,7 +56,7 @@ def new_task(
     # A series' record names the occurrence it waits for (see triggers.periodic).
     occurrence = None if trigger is None else due
     record = Record(payload, trigger, occurrence, unique_ms=unique_ms(task))
-    return NewTask(task.task_id, due, record.encode(), priority)
+    return NewTask(task.task_id, due, record.encode(), priority, group)
 
 
 def _series(task: Task, due_ms: int) -> Periodic | None:

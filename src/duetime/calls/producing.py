@@ -43,6 +43,7 @@ class ProducerCalls:
         if_exists: IfExists = ...,
         unique_for: None = ...,
         priority: int | None = ...,
+        group: str | None = ...,
     ) -> datetime: ...
 
     @overload
@@ -60,6 +61,7 @@ class ProducerCalls:
         if_exists: IfExists = ...,
         unique_for: timedelta | float,
         priority: int | None = ...,
+        group: str | None = ...,
     ) -> datetime | None: ...
 
     async def schedule(
@@ -76,6 +78,7 @@ class ProducerCalls:
         if_exists: IfExists = "replace",
         unique_for: timedelta | float | None = None,
         priority: int | None = None,
+        group: str | None = None,
     ) -> datetime | None:
         """Schedule a task; if ``(task_type, task_id)`` exists, move it and replace its payload
         (unless ``if_exists`` says otherwise).
@@ -104,6 +107,10 @@ class ProducerCalls:
                 type's due tasks, higher is claimed first, equal priorities earliest due
                 first. No task starts before its due time. A ``"keep"`` or ``"merge"``
                 into a pending task leaves its priority as it is.
+            group: the group it belongs to (text like an id; None for none): the type's
+                ``group_concurrency`` and ``group_rate`` hold each group on its own, so a
+                busy group does not hold back the others (see the flow control guide).
+                A ``"keep"`` or ``"merge"`` into a pending task leaves its group as it is.
 
         Returns:
             When the task is due, as an aware UTC datetime (with ``"keep"``, the pending
@@ -128,6 +135,7 @@ class ProducerCalls:
             if_exists,
             unique_for,  # type: ignore[arg-type]
             priority,
+            group,
         )
         store, new = await _prepare(self, spec)
         if if_exists == "replace" and unique_for is None:
@@ -147,6 +155,7 @@ class ProducerCalls:
         until: datetime | None = None,
         limit: int | None = None,
         priority: int | None = None,
+        group: str | None = None,
     ) -> str:
         """Schedule a new task under an id duetime picks, and return that id.
 
@@ -171,6 +180,7 @@ class ProducerCalls:
             until,
             limit,
             priority=priority,
+            group=group,
         )
         store, new = await _prepare(self, spec)
         for draw in range(SUBMIT_TRIES):

@@ -80,6 +80,7 @@ def task_doc(info: TaskInfo) -> dict[str, Any]:
         **times("due", info.due),
         "attempts": info.attempts,
         "priority": info.priority,
+        "group": info.group,
         "error": info.error,
         "every_s": _seconds(info.every),
         "every_calendar": _calendar(info.every),

@@ -136,12 +136,17 @@ def warn_no_worker(app: App) -> None:
     help="-100 to 100: among the type's due tasks, higher is claimed first (default: the "
     "type's, 0 unless it says).",
 )
+@click.option(
+    "--group",
+    help="The group the task belongs to: the type's group limits hold each group apart.",
+)
 def schedule(
     task_type: str,
     task_id: str,
     if_exists: str,
     unique_for: float | None,
     priority: int | None,
+    group: str | None,
     **options: Any,
 ) -> None:
     """Schedule (or move) a task."""
@@ -149,6 +154,7 @@ def schedule(
     fields = task_fields(**options)
     fields["if_exists"] = if_exists
     fields["priority"] = priority
+    fields["group"] = group
     if unique_for is not None:
         fields["unique_for"] = timedelta(seconds=unique_for)
 

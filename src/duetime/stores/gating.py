@@ -20,29 +20,64 @@ EPSILON = 1e-6
 
 class Gate(NamedTuple):
     """The limits a claim of a type is held to across every worker, from the type's code
-    (its ``rate`` and ``global_concurrency``); the state they need lives in the store.
+    (its ``rate``, ``global_concurrency``, ``group_rate`` and ``group_concurrency``); the
+    state they need lives in the store.
+
+    The group limits hold each group of the type's tasks (``NewTask.group``) on its own:
+    a group at its limit is passed over without looking at its backlog, and the other
+    groups' tasks are claimed. Tasks without a group are held by the type's limits alone.
 
     Attributes:
         interval_ms: the rate's time between two starts (0: no rate).
         burst: how many starts the rate allows at once (1 or more; fractional for a
             partition's share).
         max_running: most tasks of the type running at once (0: no limit).
+        group_interval_ms: each group's rate's time between two starts (0: none).
+        group_burst: how many starts of one group its rate allows at once.
+        group_running: most tasks of one group running at once (0: no limit).
     """
 
     interval_ms: float = 0.0
     burst: float = 1.0
     max_running: int = 0
+    group_interval_ms: float = 0.0
+    group_burst: float = 1.0
+    group_running: int = 0
+
+    @property
+    def grouped(self) -> bool:
+        """Whether each group of the type's tasks has limits of its own."""
+        return self.group_running > 0 or self.group_interval_ms > 0
+
+    @property
+    def per_group(self) -> Gate:
+        """One group's limits as a gate of their own (a rate and a most running), for
+        :func:`allowance` and its kin with the group's state."""
+        return Gate(self.group_interval_ms, self.group_burst, self.group_running)
 
     def share(self, part: int, parts: int) -> Gate:
-        """The share of partition ``part`` of ``parts``: the rate divided evenly, the
+        """The share of partition ``part`` of ``parts``: the rates divided evenly, the
         running slots dealt out (the first partitions get one more when they do not divide),
-        so that the partitions' shares together never exceed this gate."""
-        running = 0
-        if self.max_running:
-            running = self.max_running // parts + (1 if part < self.max_running % parts else 0)
-        if not self.interval_ms:
-            return Gate(max_running=running)
-        return Gate(self.interval_ms * parts, self.burst / parts, running)
+        so that the partitions' shares together never exceed this gate; the same for each
+        group's limits (a group's tasks are spread over the partitions by id too)."""
+
+        def slots(most: int) -> int:
+            return most // parts + (1 if part < most % parts else 0) if most else 0
+
+        def spaced(interval: float) -> float:
+            return interval * parts if interval else 0.0
+
+        def bucket(burst: float, interval: float) -> float:
+            return burst / parts if interval else 1.0
+
+        return Gate(
+            spaced(self.interval_ms),
+            bucket(self.burst, self.interval_ms),
+            slots(self.max_running),
+            spaced(self.group_interval_ms),
+            bucket(self.group_burst, self.group_interval_ms),
+            slots(self.group_running),
+        )
 
 
 class GateState(NamedTuple):
@@ -92,6 +127,11 @@ def after_claim(gate: Gate | None, state: GateState, now_ms: int, started: int) 
     if gate.interval_ms > 0:
         tat = (now_ms if tat is None else max(tat, now_ms)) + started * gate.interval_ms
     return state._replace(tat=tat, running=state.running + started)
+
+
+def group_state(running: int, tat: float | None) -> GateState:
+    """The state of one group's limits: its tasks running and its rate's time."""
+    return GateState(tat=tat, running=running)
 
 
 def full(gate: Gate | None, state: GateState) -> bool:

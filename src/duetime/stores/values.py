@@ -14,14 +14,16 @@ Op = Literal["done", "next", "retry", "dead", "release", "hold"]
 
 
 class NewTask(NamedTuple):
-    """A task to write: its id, due time, record and priority (-100 to 100: among due
-    tasks of its type, higher is claimed first; the store keeps it with the task until the
-    task is gone or scheduled again)."""
+    """A task to write: its id, due time, record, priority (-100 to 100: among due tasks of
+    its type, higher is claimed first) and group ("" for none: a type's group limits hold
+    each group to its own share, see :class:`~duetime.stores.gating.Gate`). The store keeps
+    the priority and the group with the task until the task is gone or scheduled again."""
 
     id: str
     due_ms: int
     record: str
     priority: int = 0
+    group: str = ""
 
 
 class Claim(NamedTuple):
@@ -120,6 +122,7 @@ class StoredTask:
         stalls: expired leases of the current occurrence.
         error: the last error, or why the task is dead.
         priority: its priority (0 unless scheduled with another).
+        group: its group ("" for none).
     """
 
     id: str
@@ -130,3 +133,4 @@ class StoredTask:
     stalls: int
     error: str | None
     priority: int = 0
+    group: str = ""

@@ -101,9 +101,10 @@ def stored_task(
     stalls: object,
     error: object,
     priority: object = 0,
+    group: object = None,
 ) -> StoredTask:
     """A stored task from the values a store read, whatever they hold (a priority that is
-    not a number reads as 0)."""
+    not a number reads as 0; a missing group as "")."""
     return StoredTask(
         text(task_id),
         state,
@@ -113,6 +114,7 @@ def stored_task(
         count(stalls),
         maybe_text(error),
         level(priority),
+        "" if group is None else text(group),
     )
 
 
