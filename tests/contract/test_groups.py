@@ -252,7 +252,7 @@ async def test_a_group_that_is_not_a_valid_id_is_refused_and_nothing_is_written(
     app: duetime.App, group: object
 ) -> None:
     with pytest.raises(duetime.ValidationError) as caught:
-        await app.schedule("mail", "g1", group=group)  # type: ignore[arg-type]
+        await app.schedule("mail", "g1", group=group)  # type: ignore[call-overload]
     assert caught.value.field == "group"
     with pytest.raises(duetime.ValidationError):
         await app.schedule_many([duetime.Task("mail", "g2", group=group)])  # type: ignore[arg-type]
