@@ -159,3 +159,22 @@ async def test_a_file_of_version_9_upgrades_and_its_tasks_join_groups(tmp_path: 
     finally:
         await store.close()
     assert versions(path) == list(range(1, schema.LATEST + 1)) and schema.LATEST >= 10
+
+
+async def test_a_claim_that_meets_only_groups_at_their_limit_does_not_spin(
+    store: SqliteStore,
+) -> None:
+    # More groups than a claim reads, every one at its group_concurrency with more due: a
+    # claim that takes nothing says to wait for a settle (the earliest lease), even though
+    # it did not read every group.
+    await store.schedule(
+        "mail",
+        [NewTask(f"g{g:02}-{i}", T0 - 100, REC, 0, f"g{g:02}") for g in range(40) for i in (0, 1)],
+    )
+    taken: list[str] = []
+    for turn in range(8):
+        batch = await claim(store, T0 + turn, limit=5)
+        taken += [c.id for c in batch.claims]
+    assert sorted(taken) == [f"g{g:02}-0" for g in range(40)]
+    held = await claim(store, T0 + 10, limit=5)
+    assert held.claims == [] and held.open_ms is None and held.next_ms == T0 + LEASE

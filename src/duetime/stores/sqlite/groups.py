@@ -123,6 +123,16 @@ class Visit:
     at_concurrency: bool = False
     open_ms: int | None = None
 
+    @property
+    def again(self) -> bool:
+        """Whether the worker should claim again at once: the claim may have left work it
+        could take, and it got somewhere (took tasks, or set stale rows right). A claim that
+        read only groups its limits hold does not say so, even when there are more groups
+        than it read: the worker then waits for a wake-up (the settle that frees a slot) or
+        the time a rate opens, rather than spin through groups at their limits; the next
+        claim reads the groups this one did not, since it moved these behind them."""
+        return self.more and bool(self.rows or self.stale)
+
 
 def pick(
     conn: sqlite3.Connection, qid: int, gate: Gate, now_ms: int, horizon: int, allowed: int

@@ -94,7 +94,7 @@ def claim(
     next_ms, open_ms = next_look(
         gate, after, now_ms, held_back=held_back, due_ms=due, lease_ms=deadline
     )
-    if visit is not None and held_back and not visit.more and allowance(gate, after, now_ms, 1):
+    if visit is not None and held_back and not visit.again and allowance(gate, after, now_ms, 1):
         # The type's gates are open: the groups' limits hold what is due.
         next_ms, open_ms = groups.held(conn, qid, visit, deadline)
     return ClaimBatch(claims, next_ms, len(reaped), open_ms)
