@@ -3,6 +3,7 @@
     python bench/groups.py                                       # SQLite, 1,000 to 1,000,000
     python bench/groups.py --stores sqlite --backlogs 1000,100000
     python bench/groups.py --stores sqlite --cases share --rounds 50
+    python bench/groups.py --sqlite-query synchronous=normal   # without an fsync a commit
 
 For each store and each backlog N, in a namespace (and for SQLite a file) of its own, a type
 gets N tasks of one group ("big", due a minute ago), written with ``Store.schedule`` in
@@ -120,6 +121,7 @@ def main() -> None:
     parser.add_argument("--backlogs", default="1000,100000,1000000")
     parser.add_argument("--cases", default="", help="comma-separated case names (default all)")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--sqlite-query", default="", help="the SQLite URL's query string")
     args = parser.parse_args()
     args.backlogs = [int(n) for n in args.backlogs.split(",")]
     args.cases = [c for c in args.cases.split(",") if c]
@@ -132,7 +134,8 @@ def main() -> None:
                 asyncio.run(run(server.url, args))
         elif store == "sqlite":
             with tempfile.TemporaryDirectory() as folder:
-                asyncio.run(run(f"sqlite:///{Path(folder) / 'bench.db'}", args))
+                query = f"?{args.sqlite_query}" if args.sqlite_query else ""
+                asyncio.run(run(f"sqlite:///{Path(folder) / 'bench.db'}{query}", args))
         elif store == "postgres":
             from tests.postgres import fresh_schema
 
