@@ -9,9 +9,12 @@ from typing import Any
 
 from duetime.stores.base import ClaimBatch, NewTask, Outcome
 from duetime.stores.gating import Gate
-from duetime.stores.sqlite import schema
+from duetime.stores.sqlite import leases, ops, schema
+from duetime.stores.sqlite.config import parse_sqlite_url
+from duetime.stores.sqlite.connection import Database
+from duetime.stores.sqlite.ops import Queues
 from duetime.stores.sqlite.store import SqliteStore
-from tests.integration.sqlite.support import REC, T0, make_store, versions
+from tests.integration.sqlite.support import REC, T0, make_store, url_of, versions
 
 LEASE = 10_000
 ONE = Gate(group_running=1)
@@ -178,3 +181,46 @@ async def test_a_claim_that_meets_only_groups_at_their_limit_does_not_spin(
     assert sorted(taken) == [f"g{g:02}-0" for g in range(40)]
     held = await claim(store, T0 + 10, limit=5)
     assert held.claims == [] and held.open_ms is None and held.next_ms == T0 + LEASE
+
+
+def claim_steps(path: Path, backlog: int, most: int) -> tuple[int, int]:
+    """SQLite's VM steps for a claim of 100 under group limits, with ``backlog`` due tasks in
+    one group (at its limit when ``most`` is 10: 10 of them run) and 10 tasks in each of 10
+    others; and how many of the big group's tasks it took."""
+    db = Database.open(parse_sqlite_url(url_of(path), namespace="ns"))
+    try:
+        queues = Queues("ns")
+        big = [NewTask(f"big{k}", T0 - 60_000 + k // 100, REC, 0, "big") for k in range(backlog)]
+        db.write(ops.schedule, queues, "mail", big, False)
+        gate = Gate(group_running=most)
+        if most == 10:
+            db.write(leases.claim, queues, "mail", T0, 10, LEASE, 2, False, 0, gate)
+        small = [
+            NewTask(f"s{g}-{k}", T0 - 1, REC, 0, f"g{g}") for g in range(10) for k in range(10)
+        ]
+        db.write(ops.schedule, queues, "mail", small, False)
+        steps = 0
+
+        def count() -> int:
+            nonlocal steps
+            steps += 1
+            return 0
+
+        db.conn.set_progress_handler(count, 100)
+        batch = db.write(leases.claim, queues, "mail", T0 + 1, 100, LEASE, 2, False, 0, gate)
+        db.conn.set_progress_handler(None, 0)
+        assert len(batch.claims) == 100
+        return steps, sum(1 for c in batch.claims if c.id.startswith("big"))
+    finally:
+        db.close()
+
+
+def test_a_claims_work_does_not_grow_with_a_groups_backlog(tmp_path: Path) -> None:
+    # Counted in SQLite's own steps, not timed: the same claim with a backlog 20 times
+    # larger in one group costs about the same, whether that group has its share of the
+    # claim or is at its limit and passed over.
+    for most, big_share in ((1000, 10), (10, 0)):
+        small, took = claim_steps(tmp_path / f"small{most}.db", 1_000, most)
+        assert took == big_share  # its turn: an equal share of the claim, or none
+        large, _ = claim_steps(tmp_path / f"large{most}.db", 20_000, most)
+        assert large < small * 1.3, (most, small, large)

@@ -108,8 +108,9 @@ class Visit:
             record, stalls``).
         moved: (group, its rate time after the claim or None) of each group visited:
             served, or found at its limit.
-        stale: the groups whose row was ahead of their due work (nothing due by the
-            horizon).
+        stale: the groups whose turn had come with nothing of theirs due by the horizon
+            (a stale row: its tasks were taken by a claim without group limits, or
+            cancelled).
         more: a group may have more due work the claim could take: one left unserved or
             cut to its share, or groups beyond the ones read.
         at_concurrency: a group with due work was at its group_concurrency.
