@@ -224,3 +224,23 @@ def test_a_claims_work_does_not_grow_with_a_groups_backlog(tmp_path: Path) -> No
         assert took == big_share  # its turn: an equal share of the claim, or none
         large, _ = claim_steps(tmp_path / f"large{most}.db", 20_000, most)
         assert large < small * 1.3, (most, small, large)
+
+
+async def test_the_claim_that_fills_a_group_and_one_that_came_late_both_wait_for_a_settle(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    db = tmp_path / "duetime.db"
+    await store.schedule("mail", [NewTask(f"a{i}", T0 - 10 + i, REC, 0, "A") for i in range(3)])
+    # The claim that takes A's one slot leaves the rest of A held: the settle of its run
+    # must wake the workers, though no claim has found A full yet.
+    (a0,) = (await claim(store, T0 + 5)).claims
+    assert rows(db, "SELECT waiting FROM duetime_queues") == [(1,)]
+    assert await store.settle("mail", [Outcome("done", a0)], T0 + 6) == [True]
+    assert rows(db, "SELECT waiting FROM duetime_queues") == [(0,)]  # woken, cleared
+    (a1,) = (await claim(store, T0 + 20)).claims
+    # A claim whose time was taken before that one's (it waited for the write lock) finds
+    # A moved behind its horizon: it waits for a settle too, rather than for its idle time.
+    late = await claim(store, T0 + 15)
+    assert late.claims == [] and late.next_ms == T0 + 20 + LEASE
+    assert rows(db, "SELECT waiting FROM duetime_queues") == [(1,)]
+    assert a1.id == "a1"

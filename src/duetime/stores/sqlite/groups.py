@@ -181,6 +181,12 @@ def _state(
 def _held(visit: Visit, one: Gate, name: str, state: GateState, now_ms: int) -> None:
     """Note a group its limits hold: visited, and why."""
     visit.moved.append((name, None))
+    _why(visit, one, state, now_ms)
+
+
+def _why(visit: Visit, one: Gate, state: GateState, now_ms: int) -> None:
+    """Note what holds a group whose limits allow no start now (a group this claim found
+    so, or one it brought there): its concurrency, else its rate until it opens."""
     if one.max_running > 0 and state.running >= one.max_running:
         visit.at_concurrency = True
     elif (opens := opens_at(one, state, now_ms)) is not None:
@@ -210,8 +216,15 @@ def _serve(
         left -= len(picked)
         if len(picked) == want and want < n:
             visit.more = True  # cut to its share, or to what the claim had left
-        tat = None if state is None else after_claim(one, state, now_ms, len(picked)).tat
-        visit.moved.append((name, tat))
+        if state is None:  # the tasks without a group
+            visit.moved.append((name, None))
+            continue
+        after = after_claim(one, state, now_ms, len(picked))
+        visit.moved.append((name, after.tat))
+        if allowance(one, after, now_ms, 1) == 0:
+            # This claim brought the group to its limits: a claim that finds the rest of
+            # its due work held next says so, but this one may be the last for a while.
+            _why(visit, one, after, now_ms)
 
 
 def visited(conn: sqlite3.Connection, qid: int, visit: Visit, now_ms: int) -> None:
@@ -232,10 +245,15 @@ def held(
     conn: sqlite3.Connection, qid: int, visit: Visit, lease_ms: int | None
 ) -> tuple[int | None, int | None]:
     """``(next_ms, open_ms)`` of a claim that left due work only in groups its visit found
-    at their limits: the earliest lease deadline, and when the first group its rate held
-    opens. When a group was at its concurrency, the settle that ends one of the type's runs
-    wakes its workers (the flag of the type's global concurrency)."""
-    if visit.at_concurrency:
+    at their limits (or brought there): the earliest lease deadline, and when the first
+    group its rate holds opens. When a group was at its concurrency, the settle that ends
+    one of the type's runs wakes its workers (the flag of the type's global concurrency).
+
+    So too when the visit met no group with due work at all, though some is due: claims
+    that took their time ``now`` earlier than another claim ahead of them in the write lock
+    find the groups that one visited moved behind their horizon (to its ``now``); that
+    claim noted what holds them, and the settle of their runs wakes this worker too."""
+    if visit.at_concurrency or not (visit.moved or visit.stale):
         conn.execute(Q.wait_slot, (qid,))
     return lease_ms, visit.open_ms
 
