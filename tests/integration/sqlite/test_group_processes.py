@@ -102,5 +102,9 @@ async def test_three_workers_hold_a_busy_group_to_one_and_serve_the_small_ones(
     # A never ran two at once, whichever worker ran it.
     for (_, end), (start, _) in zip(a_runs, a_runs[1:], strict=False):
         assert start >= end
+    # And the next started soon after: the settle of each woke a worker (a lost wake-up
+    # shows as a gap of max_idle, 5 s, until some worker looks again on its own).
+    gaps = [(start - end) / 1e9 for (_, end), (start, _) in zip(a_runs, a_runs[1:], strict=False)]
+    assert max(gaps) < 2.5, max(gaps)
     tenth_a = a_runs[9][0]
     assert all(v[0] < tenth_a for k, v in times.items() if k[0] in "BC")
