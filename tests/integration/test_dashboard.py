@@ -600,3 +600,13 @@ async def test_the_task_page_shows_its_priority(app: duetime.App) -> None:
     async with client(create_app(app, token=TOKEN)) as c:
         page = (await c.get("/task?" + urlencode({"type": "mail", "id": "p"}))).text
     assert '<dt>priority</dt><dd class="priority">-7</dd>' in page
+
+
+async def test_the_task_page_shows_its_group_escaped(app: duetime.App) -> None:
+    await app.schedule("mail", "g", delay=60, group="<b>tenant</b>")
+    await app.schedule("mail", "none", delay=60)
+    async with client(create_app(app, token=TOKEN)) as c:
+        page = (await c.get("/task?" + urlencode({"type": "mail", "id": "g"}))).text
+        plain = (await c.get("/task?" + urlencode({"type": "mail", "id": "none"}))).text
+    assert '<dt>group</dt><dd class="group">&lt;b&gt;tenant&lt;/b&gt;</dd>' in page
+    assert "<dt>group</dt>" not in plain
