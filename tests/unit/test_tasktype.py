@@ -86,6 +86,19 @@ def test_a_number_or_timedelta_as_backoff_is_the_same_wait_before_every_retry(
     assert [backoff.delay_ms(n) for n in (1, 2, 5)] == [50, 50, 50]
 
 
+def test_a_backoff_of_zero_retries_at_once_and_a_negative_one_is_refused() -> None:
+    app = duetime.App("sqlite:///unused.db")
+
+    @app.task("mail", backoff=0)
+    async def mail(payload: object) -> None: ...
+
+    backoff = app.task_type("mail").policy.backoff
+    assert [backoff.delay_ms(n) for n in (1, 2, 5)] == [0, 0, 0]
+    assert duetime.Backoff(base=timedelta(0)).delay_ms(3) == 0
+    with pytest.raises(duetime.ValidationError, match="backoff"):
+        duetime.Backoff.fixed(-1)
+
+
 @pytest.mark.parametrize("given", ["1s", True, [1]])
 def test_a_backoff_of_another_kind_is_refused_at_registration(given: object) -> None:
     app = duetime.App("sqlite:///unused.db")
