@@ -321,6 +321,8 @@ class TaskInfo:
             a record that could not be read).
         priority: its priority (-100 to 100; higher is claimed first among due tasks).
         group: its group (None for none): the type's group limits hold each group apart.
+        unique_for: the window it was scheduled with (``unique_for``), or None: for that
+            long after it finishes, scheduling its id again writes nothing.
     """
 
     task_type: str
@@ -337,3 +339,4 @@ class TaskInfo:
     traceback: str | None = None
     priority: int = 0
     group: str | None = None
+    unique_for: timedelta | None = None
