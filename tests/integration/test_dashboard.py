@@ -626,7 +626,7 @@ async def test_a_dashboard_served_to_other_hosts_asks_for_its_token_to_read(
     async with client(web, base=own) as c:
         page = await c.get("/task?type=report&id=d0")
         assert page.status_code == 401 and "Log in" in page.text  # a login page
-        assert "class=\"state\"" not in page.text  # and nothing of the task
+        assert 'class="state"' not in page.text  # and nothing of the task
         assert (await c.get(f"/login?token={TOKEN}")).status_code == 303
         assert (await c.get("/task?type=report&id=d0")).status_code == 200
     async with client(web, base=own) as c:
