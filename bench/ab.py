@@ -19,8 +19,9 @@ worker's concurrency (1,000) and timeout (none), set as bench/bench.py sets them
 the task options --a-options and --b-options give its worker's type (JSON: a cost of an
 option, say flow control's ``rate`` or ``global_concurrency``, measured against the same
 build without it; ``seed_priorities``: L gives W2's tasks priorities 0, 10, ..., 10 * (L - 1)
-in turn, for a build with priorities; ``seed_groups``: G puts W2's tasks in G groups in
-turn, for a build with groups).
+in turn, for a build with priorities; ``seed_groups``: G puts W2's task i in group
+``g<i % G>``, for a build with groups, to be measured with ``group_concurrency`` or
+``group_rate`` among the options).
 
 Each round runs every workload on every store for both revisions back to back, A then B in
 odd rounds and B then A in even ones, so that what the machine does meanwhile falls on
@@ -176,8 +177,8 @@ class Bench:
         options = dict(options)
         levels = options.pop("seed_priorities", 0)  # the tasks', not the type's
         groups = options.pop("seed_groups", 0)
-        counts = [str(levels), str(groups)] if groups else [str(levels)] if levels else []
-        self.agent(b, "seed", url, ns, n, *counts)
+        extra = [str(levels), str(groups)] if groups else [str(levels)] if levels else []
+        self.agent(b, "seed", url, ns, n, *extra)
         worker = self.start_worker(b, url, ns, n, options)
         t_start = time.time()
         data = self.finish(worker, 600)

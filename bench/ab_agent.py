@@ -11,7 +11,7 @@ every measured revision has (``App(url, namespace=...)``, ``declare``, ``@app.ta
     agent.py seed URL NS N [LEVELS [GROUPS]]  N tasks due now, with one ``schedule_many``
                                      (LEVELS: task i of priority 10 * (i % LEVELS), which
                                      needs a revision with priorities; GROUPS: task i in
-                                     group "g<i % GROUPS>", which needs one with groups)
+                                     group ``g<i % GROUPS>``, a revision with groups)
     agent.py spread URL NS N SPREAD LEAD   one call per task, due over SPREAD s from LEAD s on
     agent.py worker URL NS N OUT CONCURRENCY [OPTIONS]   run N tasks, write their times to OUT
                                      (OPTIONS: more task options of the type, as JSON)
@@ -76,12 +76,14 @@ async def seed(url: str, ns: str, n: int, levels: int = 0, groups: int = 0) -> d
     now = time.time()
     due = datetime.fromtimestamp(now - 1, UTC)
     if levels or groups:  # only then: a revision without either is seeded as it always was
-        extra: Callable[[int], dict[str, Any]] = lambda i: {  # noqa: E731
-            **({"priority": 10 * (i % levels)} if levels else {}),
-            **({"group": f"g{i % groups}"} if groups else {}),
-        }
+        extra: list[dict[str, Any]] = [{} for _ in range(n)]
+        for i in range(n):
+            if levels:
+                extra[i]["priority"] = 10 * (i % levels)
+            if groups:
+                extra[i]["group"] = f"g{i % groups}"
         await app.schedule_many(
-            duetime.Task("bench", f"t{i}", at=due, payload=payload(i, now - 1), **extra(i))
+            duetime.Task("bench", f"t{i}", at=due, payload=payload(i, now - 1), **extra[i])
             for i in range(n)
         )
     else:
@@ -169,7 +171,7 @@ def main(argv: list[str]) -> None:
     if command == "w1":
         result = asyncio.run(w1(url, ns, n))
     elif command == "seed":
-        counts = [int(a) for a in argv[4:6]]
+        counts = [int(arg) for arg in argv[4:6]]
         result = asyncio.run(seed(url, ns, n, *counts))
     elif command == "spread":
         result = asyncio.run(spread(url, ns, n, float(argv[4]), float(argv[5])))
