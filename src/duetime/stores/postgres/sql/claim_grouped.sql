@@ -110,7 +110,13 @@ WITH gate AS (
                      ELSE t.error END
     WHERE t.qid = %(qid)s AND t.id = ANY (ARRAY(SELECT id FROM picked))
     RETURNING t.id, CASE WHEN t.record IS NULL THEN NULL ELSE t.token END AS token, t.stalls,
-              t.claimed_due_ms, t.record, t.priority
+              t.claimed_due_ms, t.record, t.priority, t.grp
+), taken AS (
+    SELECT turn, count(*) AS n FROM picked GROUP BY turn
+), found AS (
+    SELECT turn, count(*) AS n FROM candidates GROUP BY turn
+), started AS (
+    SELECT grp, count(token) AS n FROM leased GROUP BY grp
 ), served AS (
     SELECT s.*,
            s.taken > 0 OR s.cap = 0 OR s.found = 0 AS reached,
@@ -124,12 +130,12 @@ WITH gate AS (
             ORDER BY r.due_ms, r.id
             OFFSET s.taken LIMIT 1) AS next_due
     FROM (
-        SELECT l.*,
-               (SELECT count(*) FROM picked AS p WHERE p.turn = l.turn) AS taken,
-               (SELECT count(*) FROM candidates AS c WHERE c.turn = l.turn) AS found,
-               (SELECT count(e.token) FROM leased AS e JOIN picked AS p ON p.id = e.id
-                WHERE p.turn = l.turn) AS started
+        SELECT l.*, coalesce(t.n, 0) AS taken, coalesce(f.n, 0) AS found,
+               coalesce(d.n, 0) AS started
         FROM limits AS l
+        LEFT JOIN taken AS t ON t.turn = l.turn
+        LEFT JOIN found AS f ON f.turn = l.turn
+        LEFT JOIN started AS d ON d.grp = l.name
     ) AS s
 ), held AS (
     SELECT s.name,
