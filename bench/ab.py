@@ -6,6 +6,8 @@
     python bench/ab.py HEAD WORKTREE --quick         # a smoke run, a few seconds
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"rate": "100000/s"}'
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"seed_priorities": 5}'
+    python bench/ab.py WORKTREE WORKTREE --workloads w2 \
+        --b-options '{"seed_groups": 10, "group_concurrency": 1000}'
     make ab A=d27d428 B=HEAD
 
 Each revision (a commit, a branch, a tag, or WORKTREE for the working tree as it is) is
@@ -17,7 +19,9 @@ worker's concurrency (1,000) and timeout (none), set as bench/bench.py sets them
 the task options --a-options and --b-options give its worker's type (JSON: a cost of an
 option, say flow control's ``rate`` or ``global_concurrency``, measured against the same
 build without it; ``seed_priorities``: L gives W2's tasks priorities 0, 10, ..., 10 * (L - 1)
-in turn, for a build with priorities).
+in turn, for a build with priorities; ``seed_groups``: G puts W2's task i in group
+``g<i % G>``, for a build with groups, to be measured with ``group_concurrency`` or
+``group_rate`` among the options).
 
 Each round runs every workload on every store for both revisions back to back, A then B in
 odd rounds and B then A in even ones, so that what the machine does meanwhile falls on
@@ -185,7 +189,9 @@ class Bench:
         n, url = self.sizes.w2, self.url(store, ns)
         options = dict(options)
         levels = options.pop("seed_priorities", 0)  # the tasks', not the type's
-        self.agent(b, "seed", url, ns, n, *([str(levels)] if levels else []))
+        groups = options.pop("seed_groups", 0)
+        extra = [str(levels), str(groups)] if groups else [str(levels)] if levels else []
+        self.agent(b, "seed", url, ns, n, *extra)
         worker = self.start_worker(b, url, ns, n, options)
         t_start = time.time()
         data = self.finish(worker, 600)

@@ -8,9 +8,10 @@ every measured revision has (``App(url, namespace=...)``, ``declare``, ``@app.ta
 ``run``), and imports nothing from this repository.
 
     agent.py w1 URL NS N             one ``schedule`` call per task: JSON on stdout
-    agent.py seed URL NS N [LEVELS]  N tasks due now, with one ``schedule_many`` (LEVELS:
-                                     task i of priority 10 * (i % LEVELS), which needs a
-                                     revision with priorities)
+    agent.py seed URL NS N [LEVELS [GROUPS]]  N tasks due now, with one ``schedule_many``
+                                     (LEVELS: task i of priority 10 * (i % LEVELS), which
+                                     needs a revision with priorities; GROUPS: task i in
+                                     group ``g<i % GROUPS>``, a revision with groups)
     agent.py spread URL NS N SPREAD LEAD   one call per task, due over SPREAD s from LEAD s on
     agent.py worker URL NS N OUT CONCURRENCY [OPTIONS]   run N tasks, write their times to OUT
                                      (OPTIONS: more task options of the type, as JSON)
@@ -70,15 +71,19 @@ async def w1(url: str, ns: str, n: int) -> dict[str, Any]:
     return {"per_s": n / elapsed}
 
 
-async def seed(url: str, ns: str, n: int, levels: int = 0) -> dict[str, Any]:
+async def seed(url: str, ns: str, n: int, levels: int = 0, groups: int = 0) -> dict[str, Any]:
     app = app_for(url, ns)
     now = time.time()
     due = datetime.fromtimestamp(now - 1, UTC)
-    if levels:  # only then: a revision without priorities is seeded as it always was
+    if levels or groups:  # only then: a revision without either is seeded as it always was
+        extra: list[dict[str, Any]] = [{} for _ in range(n)]
+        for i in range(n):
+            if levels:
+                extra[i]["priority"] = 10 * (i % levels)
+            if groups:
+                extra[i]["group"] = f"g{i % groups}"
         await app.schedule_many(
-            duetime.Task(  # type: ignore[call-arg, unused-ignore]
-                "bench", f"t{i}", at=due, payload=payload(i, now - 1), priority=10 * (i % levels)
-            )
+            duetime.Task("bench", f"t{i}", at=due, payload=payload(i, now - 1), **extra[i])
             for i in range(n)
         )
     else:
@@ -166,7 +171,8 @@ def main(argv: list[str]) -> None:
     if command == "w1":
         result = asyncio.run(w1(url, ns, n))
     elif command == "seed":
-        result = asyncio.run(seed(url, ns, n, int(argv[4]) if len(argv) > 4 else 0))
+        counts = [int(arg) for arg in argv[4:6]]
+        result = asyncio.run(seed(url, ns, n, *counts))
     elif command == "spread":
         result = asyncio.run(spread(url, ns, n, float(argv[4]), float(argv[5])))
     else:

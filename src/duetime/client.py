@@ -30,7 +30,11 @@ from duetime.registry import Registry
 from duetime.stores import open_store, redact, resolve_url
 from duetime.stores.base import DURABILITIES, STATES, Durability, State, Store
 from duetime.tasktype import TaskType, TaskTypes
-from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_name, to_ms
+from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_int, check_name, to_ms
+
+#: The most tasks one listing returns, and the furthest it may start.
+MAX_LIST = 1_000_000
+MAX_OFFSET = 2**53
 
 
 class ClientSettings(TypedDict, total=False):
@@ -255,12 +259,15 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
     async def list(
         self, task_type: str, state: State = "due", *, limit: int = 100, offset: int = 0
     ) -> list[TaskInfo]:
-        """Tasks of a type in one state (``due``, ``running`` or ``dead``), earliest first."""
+        """Tasks of a type in one state (``due``, ``running`` or ``dead``), earliest first:
+        at most ``limit`` (1 to 1,000,000) after the first ``offset``."""
         self.task_type(task_type)
         if state not in STATES:
             raise ValidationError("state", f"must be one of {', '.join(STATES)}")
-        if not isinstance(limit, int) or limit < 1 or not isinstance(offset, int) or offset < 0:
-            raise ValidationError("limit", "limit must be 1 or more and offset 0 or more")
+        if check_int("limit", limit) > MAX_LIST:
+            raise ValidationError("limit", f"must be at most {MAX_LIST:,} (a page of tasks)")
+        if check_int("offset", offset, minimum=0) > MAX_OFFSET:
+            raise ValidationError("offset", f"must be at most {MAX_OFFSET:,}")
         rows = await (await self.open()).list_tasks(task_type, state, limit, offset)
         return [task_info(task_type, row) for row in rows]
 

@@ -239,9 +239,16 @@ class Retry(Exception):
         after: how long to wait, or an aware datetime to retry at. ``None`` uses the task
             type's back-off.
         reason: recorded as the task's last error.
+
+    Raises:
+        ValidationError: ``after`` is negative, not finite, a naive datetime, or of another
+            type (field ``after``): the handler then fails with it, and the type's back-off
+            applies.
     """
 
     def __init__(self, after: timedelta | datetime | None = None, reason: str = "retry") -> None:
+        if after is not None:
+            _check_after(after)
         self.after = after
         self.reason = reason
         super().__init__(reason)

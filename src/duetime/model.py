@@ -49,8 +49,8 @@ class Backoff:
     jitter: float = 0.5
 
     def __post_init__(self) -> None:
-        duration_ms("backoff.base", self.base)
-        duration_ms("backoff.cap", self.cap)
+        duration_ms("backoff.base", self.base, allow_zero=True)
+        duration_ms("backoff.cap", self.cap, allow_zero=True)
         if not self.factor >= 1:
             raise ValidationError("backoff.factor", "must be 1 or more")
         if not 0 <= self.jitter <= 1:
@@ -58,13 +58,15 @@ class Backoff:
 
     @classmethod
     def fixed(cls, wait: timedelta | float) -> Backoff:
-        """The same wait (seconds, or a timedelta) before every retry, without jitter."""
-        wait = as_timedelta("backoff", wait) or timedelta(0)
+        """The same wait (seconds, or a timedelta) before every retry, without jitter; 0 retries
+        at once."""
+        wait = timedelta(milliseconds=duration_ms("backoff", wait, allow_zero=True))
         return cls(base=wait, cap=wait, factor=1.0, jitter=0.0)
 
     def delay_ms(self, retry: int) -> int:
         """How long to wait before retry number ``retry`` (1 for the first)."""
-        base, cap = duration_ms("base", self.base), duration_ms("cap", self.cap)
+        base = duration_ms("base", self.base, allow_zero=True)
+        cap = duration_ms("cap", self.cap, allow_zero=True)
         return int(backoff_delay(retry, base, cap, factor=self.factor, jitter=self.jitter))
 
 
@@ -319,6 +321,8 @@ class TaskInfo:
             a record that could not be read).
         priority: its priority (-100 to 100; higher is claimed first among due tasks).
         group: its group (None for none): the type's group limits hold each group apart.
+        unique_for: the window it was scheduled with (``unique_for``), or None: for that
+            long after it finishes, scheduling its id again writes nothing.
     """
 
     task_type: str
@@ -335,3 +339,4 @@ class TaskInfo:
     traceback: str | None = None
     priority: int = 0
     group: str | None = None
+    unique_for: timedelta | None = None

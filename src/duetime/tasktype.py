@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,6 +21,17 @@ Hook = Callable[..., "Reschedule | bool | None | Awaitable[Reschedule | bool | N
 #: one argument) the Context alone, or some fields of the payload (the type's ``takes``:
 #: an expiring group's key and value, say), with or without the Context.
 CallMode = Literal["payload", "both", "ctx", "fields", "fields_ctx"]
+
+
+def is_async_callable(fn: Callable[..., Any]) -> bool:
+    """Whether calling ``fn`` gives a coroutine to await: an ``async def`` function or
+    method, a ``functools.partial`` of one, or an object whose ``__call__`` is one."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    if inspect.iscoroutinefunction(fn):
+        return True
+    call = getattr(type(fn), "__call__", None)  # noqa: B004 - the object's own method
+    return not inspect.isroutine(fn) and inspect.iscoroutinefunction(call)
 
 
 def _no_var_args(fn: Callable[..., Any]) -> bool:
@@ -131,7 +143,7 @@ class TaskType:
     gate: Gate | None = field(init=False)
 
     def __post_init__(self) -> None:
-        self.is_async = self.handler is not None and inspect.iscoroutinefunction(self.handler)
+        self.is_async = self.handler is not None and is_async_callable(self.handler)
         self.gate = gate_of(self.policy, self.partitions)
 
     def args(self, payload: dict[str, Any], ctx: Any) -> tuple[Any, ...]:
@@ -151,7 +163,7 @@ class TaskType:
         if self.handler is not None:
             raise ValidationError("handler", f"{self.name!r} already has {self.handler!r}")
         self.handler, self.mode = handler, mode
-        self.is_async = inspect.iscoroutinefunction(handler)
+        self.is_async = is_async_callable(handler)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self.handler is None:

@@ -230,6 +230,32 @@ async def test_a_group_rate_holds_each_group_across_workers(app: duetime.App) ->
     assert first_y < last_x
 
 
+async def test_group_limits_span_every_partition(app: duetime.App) -> None:
+    now: Counter[str] = Counter()
+    most: Counter[str] = Counter()
+    done_ids: list[str] = []
+
+    @app.task("spread", partitions=2, group_concurrency=2, concurrency=10)
+    async def spread(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        group = payload["g"]
+        now[group] += 1
+        most[group] = max(most[group], now[group])
+        await asyncio.sleep(0.03)
+        now[group] -= 1
+        done_ids.append(ctx.task_id)
+
+    await app.schedule_many(
+        duetime.Task("spread", f"{g}{i}", payload={"g": g}, group=g)
+        for g in "PQ"
+        for i in range(12)
+    )
+    async with running(app), running(app):
+        await eventually(lambda: len(done_ids) == 24, 20, "every task ran")
+    # Each partition holds one of each group's two slots: never more than two at once.
+    assert most["P"] <= 2 and most["Q"] <= 2
+    assert sorted(done_ids) == sorted(f"{g}{i}" for g in "PQ" for i in range(12))
+
+
 @pytest.mark.parametrize(
     ("options", "field"),
     [

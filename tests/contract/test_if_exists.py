@@ -252,6 +252,8 @@ async def test_unique_for_writes_nothing_while_the_task_finished_within_the_wind
     window = timedelta(seconds=2)
     first = await app.schedule("digest", "u42", unique_for=window)
     assert first is not None
+    info = await app.get("digest", "u42")
+    assert info is not None and info.unique_for == window
     async with running(app):
         await eventually(lambda: is_gone(app, "digest", "u42"), what="u42 done")
         assert await app.schedule("digest", "u42", unique_for=window) is None

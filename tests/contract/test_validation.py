@@ -123,3 +123,23 @@ async def test_ids_ending_like_an_occurrence_id_are_refused_everywhere_a_user_na
     # Calls that look tasks up take such ids: they are the ids of occurrences.
     assert await app.get("mail", "daily@123") is None
     assert await app.cancel("mail", "daily@123") is False
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 10**30}, "limit"),
+        ({"limit": True}, "limit"),
+        ({"limit": 1.5}, "limit"),
+        ({"offset": -1}, "offset"),
+        ({"offset": 10**30}, "offset"),
+    ],
+)
+async def test_a_listing_page_out_of_range_is_refused_by_name(
+    app: duetime.App, options: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(duetime.ValidationError) as caught:
+        await app.list("mail", **options)
+    assert caught.value.field == field
+    assert await app.list("mail", limit=1_000_000, offset=2**53) == []

@@ -34,7 +34,8 @@ schedule's name and its occurrence ``<name>@<tick ms>``.
 ``--durability replicated`` opens the app with ``durability="replicated"`` (every write
 of the worker, claims and settles included, waits for a replica); ``local`` by default.
 
-Flow control: ``--rate 50/s`` and ``--global-concurrency 3`` are the type's options;
+Flow control: ``--rate 50/s``, ``--global-concurrency 3`` and ``--group-concurrency 1`` are
+the type's options;
 ``--rate-limited <seconds>`` makes the task whose id is ``trigger`` raise
 ``RateLimited(after=<seconds>)`` the first time any worker runs it (a marker file in the
 ledger directory, created exclusively, says it did), after its ``start`` line.
@@ -82,6 +83,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--overlap", default="skip", choices=("skip", "allow"))
     parser.add_argument("--rate", help="the type's rate, e.g. 50/s")
     parser.add_argument("--global-concurrency", type=int, help="the type's global concurrency")
+    parser.add_argument("--group-concurrency", type=int, help="the type's group concurrency")
     parser.add_argument("--rate-limited", type=float, help="trigger raises RateLimited(after=)")
     return parser.parse_args(argv)
 
@@ -108,6 +110,8 @@ def policy_of(args: argparse.Namespace) -> dict[str, Any]:
         policy["rate"] = args.rate
     if args.global_concurrency:
         policy["global_concurrency"] = args.global_concurrency
+    if args.group_concurrency:
+        policy["group_concurrency"] = args.group_concurrency
     return policy
 
 

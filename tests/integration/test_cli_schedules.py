@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,41 @@ async def write_declared() -> None:
 def test_cron_help_lists_its_commands() -> None:
     out = run("cron", "--help")
     assert "trigger" in out and "list" in out
+
+
+def test_every_calendar_keeps_the_wall_clock_time_in_its_zone(cli_env: str) -> None:
+    first = "2031-03-29T09:00:00+01:00"  # Madrid, the day before summer time
+    run(
+        "schedule", "schedapp:app", "mail", "weekly-mail", "--at", first,
+        "--every-calendar", "1w", "--tz", "Europe/Madrid", "--group", "tenant-7",
+    )  # fmt: skip
+    task = json.loads(run("show", "schedapp:app", "mail", "weekly-mail"))
+    assert task["every_calendar"] == {
+        "days": 0, "weeks": 1, "months": 0, "years": 0, "tz": "Europe/Madrid"
+    }  # fmt: skip
+    assert task["group"] == "tenant-7"
+    app = duetime.App(os.environ["CLI_TEST_URL"], namespace=os.environ["CLI_TEST_NS"])
+    app.declare("mail")
+    _, following = asyncio.run(_next_two(app))
+    assert following.astimezone(UTC).isoformat() == "2031-04-05T07:00:00+00:00"  # 09:00, UTC+2
+    monthly = json.loads(
+        run("submit", "schedapp:app", "mail", "--every-calendar", "1y6mo", "--json")
+    )
+    shown = json.loads(run("show", "schedapp:app", "mail", monthly["id"]))
+    assert shown["every_calendar"]["months"] == 6 and shown["every_calendar"]["years"] == 1
+    for bad, hint in (
+        (["--every-calendar", "7x"], "--every-calendar"),
+        (["--every-calendar", "1d1mo"], "--every-calendar"),
+        (["--every-calendar", "1d", "--tz", "Mars/Olympus"], "--tz"),
+        (["--every", "60", "--every-calendar", "1d"], "--every or --every-calendar"),
+    ):
+        refused = invoke("schedule", "schedapp:app", "mail", "bad", *bad)
+        assert refused.exit_code == 2 and hint in refused.output, refused.output
+    assert invoke("show", "schedapp:app", "mail", "bad").exit_code == 3
+
+
+async def _next_two(app: duetime.App) -> list[datetime]:
+    try:
+        return await app.next_occurrences("mail", "weekly-mail", 2)
+    finally:
+        await app.close()

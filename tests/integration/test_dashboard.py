@@ -467,7 +467,12 @@ async def test_a_service_allows_its_own_host_names_and_still_refuses_others(
     app: duetime.App,
 ) -> None:
     await make_dead(app, "report", 1)
-    web = create_app(app, token=TOKEN, allowed_hosts=["ops.example.com", "*.internal.example"])
+    web = create_app(
+        app,
+        token=TOKEN,
+        allowed_hosts=["ops.example.com", "*.internal.example"],
+        reads_need_token=False,
+    )
     for host in (
         "ops.example.com",
         "OPS.Example.com:8443",
@@ -600,3 +605,36 @@ async def test_the_task_page_shows_its_priority(app: duetime.App) -> None:
     async with client(create_app(app, token=TOKEN)) as c:
         page = (await c.get("/task?" + urlencode({"type": "mail", "id": "p"}))).text
     assert '<dt>priority</dt><dd class="priority">-7</dd>' in page
+
+
+async def test_the_task_page_shows_its_group_escaped(app: duetime.App) -> None:
+    await app.schedule("mail", "g", delay=60, group="<b>tenant</b>")
+    await app.schedule("mail", "none", delay=60)
+    async with client(create_app(app, token=TOKEN)) as c:
+        page = (await c.get("/task?" + urlencode({"type": "mail", "id": "g"}))).text
+        plain = (await c.get("/task?" + urlencode({"type": "mail", "id": "none"}))).text
+    assert '<dt>group</dt><dd class="group">&lt;b&gt;tenant&lt;/b&gt;</dd>' in page
+    assert "<dt>group</dt>" not in plain
+
+
+async def test_a_dashboard_served_to_other_hosts_asks_for_its_token_to_read(
+    app: duetime.App,
+) -> None:
+    await make_dead(app, "report", 1)
+    web = create_app(app, token=TOKEN, allowed_hosts=["ops.example.com"])
+    own = "https://ops.example.com"
+    async with client(web, base=own) as c:
+        page = await c.get("/task?type=report&id=d0")
+        assert page.status_code == 401 and "Log in" in page.text  # a login page
+        assert 'class="state"' not in page.text  # and nothing of the task
+        assert (await c.get(f"/login?token={TOKEN}")).status_code == 303
+        assert (await c.get("/task?type=report&id=d0")).status_code == 200
+    async with client(web, base=own) as c:
+        bearer = {"authorization": f"Bearer {TOKEN}"}
+        assert (await c.get("/", headers=bearer)).status_code == 200
+    # Loopback-only (the default), or told so, reads stay open.
+    async with client(create_app(app, token=TOKEN)) as c:
+        assert (await c.get("/")).status_code == 200
+    opened = create_app(app, token=TOKEN, allowed_hosts=["ops.example.com"], reads_need_token=False)
+    async with client(opened, base=own) as c:
+        assert (await c.get("/")).status_code == 200

@@ -89,8 +89,17 @@ def test_a_retry_may_name_its_own_time() -> None:
     at = datetime(2030, 1, 1, tzinfo=UTC)
     assert retry_due(Retry(after=timedelta(seconds=3)), policy, 1, 10_000) == 13_000
     assert retry_due(Retry(after=at), policy, 1, 10_000) == int(at.timestamp() * 1000)
-    with pytest.raises(ValidationError):
-        retry_due(Retry(after=datetime(2030, 1, 1)), policy, 1, 10_000)
+    with pytest.raises(ValidationError):  # refused where it is raised
+        Retry(after=datetime(2030, 1, 1))
+    for bad in (timedelta(seconds=-1), float("nan"), "soon"):
+        with pytest.raises(ValidationError):
+            Retry(after=bad)  # type: ignore[arg-type]
+    # A wait that ends past the year 9999 is refused (the worker then uses the back-off).
+    late = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
+    with pytest.raises(ValidationError, match="past the year 9999"):
+        retry_due(
+            Retry(after=late - datetime(2026, 1, 1, tzinfo=UTC)), policy, 1, 1_900_000_000_000
+        )
 
 
 def test_a_one_off_task_out_of_retries_goes_to_the_dead_letters() -> None:

@@ -117,3 +117,26 @@ def test_rate_limited_takes_a_wait_or_a_moment() -> None:
     assert duetime.RateLimited(after=30).after == 30
     moment = datetime(2030, 1, 1, tzinfo=UTC)
     assert duetime.RateLimited(after=moment, reason="429").reason == "429"
+
+
+def test_the_gate_of_a_type_with_group_limits_holds_them_apart() -> None:
+    gate = gate_of(TaskPolicy(group_concurrency=2, group_rate=duetime.Rate(5, burst=2)))
+    assert gate == Gate(group_interval_ms=200.0, group_burst=2.0, group_running=2)
+    assert gate is not None and gate.grouped and gate.per_group == Gate(200.0, 2.0, 2)
+    assert not Gate(max_running=3).grouped
+    policy = TaskPolicy.from_options(group_rate="10/s", group_concurrency=3, rate="1/s")
+    assert gate_of(policy) == Gate(1000.0, 1.0, 0, 100.0, 10.0, 3)
+
+
+def test_the_group_limits_are_shared_over_partitions_too() -> None:
+    gate = Gate(max_running=8, group_interval_ms=10.0, group_burst=4.0, group_running=5)
+    shares = [gate.share(p, 4) for p in range(4)]
+    assert [s.group_running for s in shares] == [2, 1, 1, 1]
+    assert all(s.group_interval_ms == 40.0 and s.group_burst == 1.0 for s in shares)
+    assert all(s.interval_ms == 0.0 and s.burst == 1.0 for s in shares)
+    with pytest.raises(duetime.ValidationError) as caught:
+        gate_of(TaskPolicy(group_concurrency=3), partitions=4)
+    assert caught.value.field == "group_concurrency"
+    with pytest.raises(duetime.ValidationError) as caught:
+        gate_of(TaskPolicy(group_rate=duetime.Rate(100, burst=2)), partitions=4)
+    assert caught.value.field == "group_rate"

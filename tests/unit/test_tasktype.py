@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import duetime
 from duetime.model import Pacing, TaskPolicy
-from duetime.tasktype import TaskType, call_mode
+from duetime.tasktype import TaskType, call_mode, is_async_callable
+from duetime.testing import harness
 
 
 def test_the_call_mode_follows_the_signature() -> None:
@@ -83,6 +86,19 @@ def test_a_number_or_timedelta_as_backoff_is_the_same_wait_before_every_retry(
     assert [backoff.delay_ms(n) for n in (1, 2, 5)] == [50, 50, 50]
 
 
+def test_a_backoff_of_zero_retries_at_once_and_a_negative_one_is_refused() -> None:
+    app = duetime.App("sqlite:///unused.db")
+
+    @app.task("mail", backoff=0)
+    async def mail(payload: object) -> None: ...
+
+    backoff = app.task_type("mail").policy.backoff
+    assert [backoff.delay_ms(n) for n in (1, 2, 5)] == [0, 0, 0]
+    assert duetime.Backoff(base=timedelta(0)).delay_ms(3) == 0
+    with pytest.raises(duetime.ValidationError, match="backoff"):
+        duetime.Backoff.fixed(-1)
+
+
 @pytest.mark.parametrize("given", ["1s", True, [1]])
 def test_a_backoff_of_another_kind_is_refused_at_registration(given: object) -> None:
     app = duetime.App("sqlite:///unused.db")
@@ -90,3 +106,32 @@ def test_a_backoff_of_another_kind_is_refused_at_registration(given: object) -> 
 
         @app.task("mail", backoff=given)  # type: ignore[arg-type]
         async def mail(payload: object) -> None: ...
+
+
+class _AsyncCallable:
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    async def __call__(self, payload: dict[str, Any]) -> None:
+        self.seen.append(payload)
+
+
+def test_an_object_with_an_async_call_is_an_async_handler() -> None:
+    async def coro(payload: dict[str, Any], extra: int) -> None: ...
+
+    assert is_async_callable(_AsyncCallable())
+    assert is_async_callable(functools.partial(coro, extra=1))
+    assert not is_async_callable(lambda payload: None)
+    assert not is_async_callable(_AsyncCallable)  # the class itself makes an object
+    assert TaskType("t", _AsyncCallable(), TaskPolicy(), Pacing()).is_async
+
+
+async def test_an_async_callable_object_runs_and_is_awaited(tmp_path: Path) -> None:
+    app = duetime.App(f"sqlite:///{tmp_path / 'd.db'}")
+    handler = _AsyncCallable()
+    app.task("objectHandler")(handler)
+    async with harness(app) as h:
+        await app.schedule("objectHandler", "o1", payload={"n": 1})
+        runs = await h.run_due()
+    assert [(r.task_id, r.outcome) for r in runs] == [("o1", "done")]
+    assert handler.seen == [{"n": 1}]

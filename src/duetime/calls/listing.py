@@ -3,6 +3,7 @@ of it, why the rest cannot, and what kind of trigger it carries."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from duetime.clock import from_ms, in_range
@@ -15,7 +16,7 @@ from duetime.stores.base import StoredTask
 def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
     """A stored task as a listing shows it; what cannot be read shows as None, and why."""
     payload = trace = None
-    failures = 0
+    failures = unique_ms = 0
     kind, shown = "once", dict[str, Any]()
     problems = [stored.error] if stored.error else []
     if not in_range(stored.due_ms):
@@ -28,6 +29,7 @@ def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
                 problems.append(str(exc))
         else:
             payload, failures, trace = record.payload, record.failures, record.traceback
+            unique_ms = record.unique_ms
             if record.trigger is not None:
                 kind, shown = record.trigger.NAME, record.trigger.shown()
     running = stored.state == "running"
@@ -46,4 +48,5 @@ def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
         trace,
         stored.priority,
         stored.group or None,
+        timedelta(milliseconds=unique_ms) if unique_ms else None,
     )

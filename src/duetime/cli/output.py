@@ -81,6 +81,7 @@ def task_doc(info: TaskInfo) -> dict[str, Any]:
         "attempts": info.attempts,
         "priority": info.priority,
         "group": info.group,
+        "unique_for_s": None if info.unique_for is None else info.unique_for.total_seconds(),
         "error": info.error,
         "every_s": _seconds(info.every),
         "every_calendar": _calendar(info.every),

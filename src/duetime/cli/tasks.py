@@ -25,9 +25,10 @@ from duetime.cli.output import (
     when,
 )
 from duetime.cli.target import Target, app_command, warn_invalid
-from duetime.cli.values import MAX_COUNT, JsonObject, Moment, Seconds
-from duetime.errors import BulkIncomplete, DuetimeError
+from duetime.cli.values import MAX_COUNT, CalendarSpan, JsonObject, Moment, Seconds
+from duetime.errors import BulkIncomplete, DuetimeError, ValidationError
 from duetime.features.telemetry.presence import seen_since
+from duetime.interval import CalendarInterval
 from duetime.model import TaskInfo
 from duetime.stores import shown_url
 from duetime.stores.base import STATES, State
@@ -62,6 +63,18 @@ def task_options(command: Callable[..., None]) -> Callable[..., None]:
                 help="Make it periodic: the time between occurrences (a duration, as --delay).",
             ),
             click.option(
+                "--every-calendar",
+                type=CalendarSpan(),
+                help="Make it periodic in calendar units: 7d, 2w, 1mo, 1y; each occurrence at "
+                "the first one's wall-clock time in --tz (across daylight saving time).",
+            ),
+            click.option(
+                "--tz",
+                default="UTC",
+                show_default=True,
+                help="The IANA time zone of --every-calendar, e.g. Europe/Madrid.",
+            ),
+            click.option(
                 "--until",
                 type=Moment(),
                 help="The last time an occurrence may be due (ISO 8601, as --at).",
@@ -77,17 +90,29 @@ def task_fields(
     delay: float | None,
     payload: dict[str, Any],
     every: float | None,
+    every_calendar: dict[str, int] | None,
+    tz: str,
     until: datetime | None,
 ) -> dict[str, Any]:
     """The keyword arguments of App.schedule and App.submit, from the task options (each
-    checked by its type in :mod:`duetime.cli.values`)."""
-    return {
-        "at": at,
-        "delay": delay,
-        "payload": payload,
-        "every": None if every is None else timedelta(seconds=every),
-        "until": until,
-    }
+    checked by its type in :mod:`duetime.cli.values`).
+
+    Raises:
+        click.UsageError: both --every and --every-calendar, or a calendar step the App
+            refuses (zero, days with months, an unknown zone).
+    """
+    if every is not None and every_calendar is not None:
+        raise click.UsageError("give --every or --every-calendar, not both")
+    period: timedelta | CalendarInterval | None = None
+    if every is not None:
+        period = timedelta(seconds=every)
+    elif every_calendar is not None:
+        try:
+            period = CalendarInterval(**every_calendar, tz=tz)
+        except ValidationError as exc:
+            option = "--tz" if exc.field == "tz" else "--every-calendar"
+            raise click.BadParameter(exc.problem, param_hint=option) from None
+    return {"at": at, "delay": delay, "payload": payload, "every": period, "until": until}
 
 
 async def worker_seen(app: App) -> bool:

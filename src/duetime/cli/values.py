@@ -174,3 +174,31 @@ class JsonObject(ParamBase):
             kind = _JSON_KINDS.get(type(doc), "a number")
             self.fail(f'must be a JSON object such as {{"to": "a@b.c"}}, not {kind}', param, ctx)
         return doc
+
+
+#: One calendar step's parts: a whole number and its unit (days, weeks, months, years).
+_SPAN_PART = re.compile(r"(\d+)\s*(mo|d|w|y)")
+_SPAN_UNITS = {"d": "days", "w": "weeks", "mo": "months", "y": "years"}
+
+
+class CalendarSpan(ParamBase):
+    """A calendar step, as ``--every-calendar`` takes it: whole numbers of days (``d``),
+    weeks (``w``), months (``mo``) or years (``y``), such as ``7d``, ``2w``, ``1mo`` or
+    ``1y6mo``: the fields of a :class:`~duetime.CalendarInterval` (its zone comes apart)."""
+
+    name = "span"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> dict[str, int]:
+        text = str(value).strip().lower()
+        parts = _SPAN_PART.findall(text)
+        if not parts or "".join(f"{n}{unit}" for n, unit in parts) != re.sub(r"\s+", "", text):
+            self.fail(
+                f"{value!r}: give whole days, weeks, months or years: 7d, 2w, 1mo, 1y", param, ctx
+            )
+        fields: dict[str, int] = {}
+        for number, unit in parts:
+            field = _SPAN_UNITS[unit]
+            fields[field] = fields.get(field, 0) + int(number)
+        return fields

@@ -54,6 +54,7 @@ def create_app(
     access: Access | None = None,
     close_app: bool = False,
     allowed_hosts: Iterable[str] = (),
+    reads_need_token: bool | None = None,
 ) -> Guard:
     """The dashboard of ``app`` as an ASGI app.
 
@@ -75,15 +76,24 @@ def create_app(
             ``"*.example.com"`` for every name under it. A request naming another host is
             refused (421), so that a web page cannot reach the dashboard through a DNS
             name rebound to the service's address.
+        reads_need_token: whether reading a page needs the token too (a login page asks
+            for it). By default it does when the dashboard has a token and answers names
+            beyond loopback (``allowed_hosts``), as ``duetime dashboard`` does when it
+            listens beyond loopback: payloads and errors are often not for everyone.
+            False keeps the pages open to whoever reaches them.
 
     Raises:
         ValidationError: a bad entry in ``allowed_hosts``.
     """
     if access is None:
+        hosts = host_patterns(allowed_hosts)
+        if reads_need_token is None:
+            reads_need_token = token is not None and bool(hosts)
         access = Access(
             token=token,
             read_only=read_only or token is None,
-            allowed_hosts=host_patterns(allowed_hosts),
+            reads_need_token=reads_need_token,
+            allowed_hosts=hosts,
         )
     folder = resources.files("duetime.web")
     env = jinja2.Environment(

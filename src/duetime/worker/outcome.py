@@ -8,8 +8,8 @@ import traceback
 from datetime import datetime
 from types import TracebackType
 
-from duetime.clock import iso
-from duetime.errors import Abort, RateLimited, Retry
+from duetime.clock import MAX_MS, iso
+from duetime.errors import Abort, RateLimited, Retry, ValidationError
 from duetime.model import TaskPolicy
 from duetime.record import Record
 from duetime.stores.base import Claim, NewTask, Outcome
@@ -142,10 +142,18 @@ def retry_due(exc: Exception, policy: TaskPolicy, failures: int, now_ms: int) ->
         ValidationError: the ``Retry`` carries a bad time.
     """
     if isinstance(exc, Retry) and isinstance(exc.after, datetime):
-        return to_ms("Retry.after", exc.after)
+        return _before_the_end("Retry.after", to_ms("Retry.after", exc.after))
     if isinstance(exc, Retry) and exc.after is not None:
-        return now_ms + duration_ms("Retry.after", exc.after, allow_zero=True)
+        wait = duration_ms("Retry.after", exc.after, allow_zero=True)
+        return _before_the_end("Retry.after", now_ms + wait)
     return now_ms + policy.backoff.delay_ms(failures)
+
+
+def _before_the_end(field: str, due_ms: int) -> int:
+    """``due_ms`` unless it is past the year 9999, which no store keeps."""
+    if due_ms > MAX_MS:
+        raise ValidationError(field, "is past the year 9999")
+    return due_ms
 
 
 def held(task_type: str, claim: Claim, signal: RateLimited, now_ms: int) -> Outcome:
@@ -155,6 +163,7 @@ def held(task_type: str, claim: Claim, signal: RateLimited, now_ms: int) -> Outc
         until = to_ms("RateLimited.after", signal.after)
     else:
         until = now_ms + duration_ms("RateLimited.after", signal.after, allow_zero=True)
+    until = min(until, MAX_MS)  # held past the year 9999 is held for good
     log.info(
         "%s/%s: %s; no task of the type starts before %s (the task waits, no attempt counted)",
         task_type,

@@ -65,7 +65,9 @@ async def subscribe(
                 message = await pubsub.get_message(timeout=LISTEN_POLL_SECONDS)
                 if message is not None:
                     on_message(message.get("data"))
-        except (rexc.ConnectionError, rexc.TimeoutError, OSError) as exc:
+        except (rexc.ConnectionError, rexc.TimeoutError, OSError, RuntimeError) as exc:
+            # RuntimeError: asyncio's answer to a write on a transport that closed under
+            # redis-py (a server that died, a Sentinel failover): lost like any other way.
             outage.failed(exc, "connection lost (%s); reconnecting", exc, expected=True)
         finally:
             with contextlib.suppress(Exception):
