@@ -32,9 +32,11 @@ async def give_groups(conn: Conn, queues: Queues, qid: int, tasks: Sequence[NewT
         cur = await conn.execute(Q.read_groups, {"qid": qid})
         row = await cur.fetchone()
         if row is not None and not row[0]:
-            await conn.execute(Q.lock_tasks)
+            # The queue's row first: a claim that holds it (lock_gate.sql) then ends before
+            # the lock of the tasks, for which it would otherwise wait.
             cur = await conn.execute(Q.mark_groups, {"qid": qid})
             if await cur.fetchone() is not None:
+                await conn.execute(Q.lock_tasks)
                 await conn.execute(Q.groups_on, {"qid": qid})
     queues.grouped.add(qid)
 

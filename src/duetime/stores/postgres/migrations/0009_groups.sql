@@ -9,7 +9,7 @@
 --     occurrence of a series, an expired lease and a revived dead letter keep it; a dead
 --     letter filed under an id of its own takes its task's). Each write stores NULL or ''
 --     for no group as its statement sees queues.grouped; the transaction that sets it
---     (groups_on.sql) first locks tasks against writes (as lanes_on.sql does), then turns
+--     (groups_on.sql) locks tasks against writes (as lanes_on.sql does), then turns
 --     the queue's NULLs into ''.
 -- task_groups: one row per group of a queue with groups that had due work, with
 --     ready_ms: when the group's turn comes: no later than its earliest due task (every
