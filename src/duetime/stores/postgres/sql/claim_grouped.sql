@@ -11,10 +11,10 @@
 -- earliest due tasks are read from tasks_groups up to that, locked (FOR UPDATE SKIP
 -- LOCKED), and the first n of them all are taken (found by their primary key, as in
 -- claim.sql): the first of each group in turn, then the second of each, ... Priorities are
--- not looked at. A group served, found at its
--- limits or found empty gets its turn at the later of its earliest due task left and now
--- (none: NULL, out of groups_ready), and its rate's time moves on by its tasks started; a
--- group whose tasks were all left for the others keeps its turn. A write that made tasks
+-- not looked at. A group served, found at its limits or found empty gets its turn at the
+-- later of its earliest due task left and now (none: NULL, out of groups_ready), and its
+-- rate's time moves on by its tasks started; a group whose tasks were all left for the
+-- others keeps its turn. A write that made tasks
 -- of a group due since this statement's snapshot wrote the group's row (_group_ready.sql):
 -- the turn is then only brought forward, never dropped (the row's xmin tells).
 -- The type's waiting is set when it is at its global concurrency, or when a group visited
