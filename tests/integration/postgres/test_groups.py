@@ -162,3 +162,25 @@ async def test_a_schema_from_before_groups_upgrades_and_keeps_its_tasks(url: str
         assert sorted(c.id for c in batch.claims) == ["new", "old"]
     finally:
         await store.close()
+
+
+async def test_a_type_without_groups_writes_nothing_of_groups(url: str) -> None:
+    store = await _opened(url)
+    try:
+        now = int(await store.time_ms())
+        await store.schedule("work", [NewTask(f"t{i}", now - 10, "{}") for i in range(5)])
+        batch = await store.claim(
+            "work", now_ms=now, limit=5, lease_ms=LEASE, max_stalls=3, at_most_once=False
+        )
+        retry = [Outcome("retry", c, due_ms=now + 5, record="{}", error="x") for c in batch.claims]
+        assert all(await store.settle("work", retry, now))
+        with _connect(url) as conn:
+            row = conn.execute(
+                b"SELECT (SELECT count(*) FROM task_groups),"
+                b" (SELECT count(*) FROM tasks WHERE grp IS NOT NULL),"
+                b" (SELECT bool_or(grouped) FROM queues)"
+            ).fetchone()
+        # No group row, no task in the group indexes, the queue not kept by group.
+        assert row == (0, 0, False)
+    finally:
+        await store.close()
