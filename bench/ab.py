@@ -109,6 +109,11 @@ class Bench:
         if store == "redis":
             assert self.redis_url is not None
             return self.redis_url
+        if store == "postgres":  # the tests' server, a schema per measurement (each build
+            # migrates its own)
+            from tests.postgres import DATABASE, SERVER
+
+            return f"{SERVER}/{DATABASE}?schema={ns}"
         return f"sqlite:///{self.tmp / ns}.db"
 
     def clean(self, store: str, ns: str) -> None:
@@ -116,6 +121,14 @@ class Bench:
         if store == "sqlite":
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{self.tmp / ns}.db{suffix}").unlink(missing_ok=True)
+            return
+        if store == "postgres":
+            from psycopg import sql
+            from tests.postgres import DATABASE, admin, ensure_database
+
+            ensure_database()
+            with admin(DATABASE) as conn:
+                conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(ns)))
             return
         import redis
 
@@ -285,7 +298,9 @@ def parse() -> argparse.Namespace:
     parser.add_argument("rev_a", metavar="REV_A", help="a commit-ish, or WORKTREE")
     parser.add_argument("rev_b", metavar="REV_B", help="a commit-ish, or WORKTREE")
     parser.add_argument("--rounds", type=int, help=f"default {FULL.rounds}")
-    parser.add_argument("--stores", default="redis,sqlite", help="redis, sqlite or both")
+    parser.add_argument(
+        "--stores", default="redis,sqlite", help="redis, sqlite, postgres (the tests' server)"
+    )
     parser.add_argument("--workloads", default=",".join(WORKLOADS))
     parser.add_argument("--tasks", type=int, help=f"W2's tasks, default {FULL.w2:,}")
     parser.add_argument("--w1-tasks", type=int, help=f"W1's calls, default {FULL.w1:,}")
@@ -307,8 +322,8 @@ def parse() -> argparse.Namespace:
     args.stores = [s for s in args.stores.split(",") if s]
     args.workloads = [w for w in args.workloads.split(",") if w]
     for store in args.stores:
-        if store not in ("redis", "sqlite"):
-            parser.error(f"unknown store {store!r}: redis or sqlite")
+        if store not in ("redis", "sqlite", "postgres"):
+            parser.error(f"unknown store {store!r}: redis, sqlite or postgres")
     for workload in args.workloads:
         if workload not in WORKLOADS:
             parser.error(f"unknown workload {workload!r}: {', '.join(WORKLOADS)}")

@@ -40,6 +40,8 @@ PACKAGE_PATHS = ("src", "pyproject.toml", "README.md")
 KEYED_PATHS = PACKAGE_PATHS[:2]
 
 PRUNE_AFTER_DAYS = 14
+#: The postgres extra of pyproject.toml, for the builds that lack it.
+POSTGRES_EXTRA = "psycopg[binary,pool]>=3.2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +141,7 @@ def build(root: Path, name: str, cache: Path, python: str) -> Build:
         marker = home / "built.json"
         if not marker.exists():
             make(root, tree, home, python, name)
+        with_postgres(home)
         marker.touch()  # used now: the pruning goes by this
         info = json.loads(marker.read_text())
     prune(cache)
@@ -184,6 +187,19 @@ def make(root: Path, tree: str, home: Path, python: str, name: str) -> None:
     info = {"tree": tree, "python": python, "freeze": freeze, "versions": versions}
     (home / "built.json").write_text(json.dumps(info, indent=2))
     print(f"built {name} in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+
+
+def with_postgres(home: Path) -> None:
+    """Give a build the postgres extra's packages (psycopg and its pool) if it lacks them:
+    builds made before the PostgreSQL store was measured have none."""
+    marker = home / "built.json"
+    info = json.loads(marker.read_text())
+    if any(line.lower().startswith("psycopg-pool==") for line in info["freeze"]):
+        return
+    python = str(home / "venv" / "bin" / "python")
+    run([python, "-m", "pip", "install", "--quiet", POSTGRES_EXTRA])
+    info["freeze"] = run([python, "-m", "pip", "freeze"]).splitlines()
+    marker.write_text(json.dumps(info, indent=2))
 
 
 def run(cmd: list[str]) -> str:

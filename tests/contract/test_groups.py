@@ -221,9 +221,12 @@ async def test_a_group_rate_holds_each_group_across_workers(app: duetime.App) ->
     async with running(app), running(app):
         await eventually(lambda: len(starts) == 10, 10, "every task ran")
     for g in "XY":
-        times = [t for group, t in starts if group == g]
+        times = sorted(t for group, t in starts if group == g)
         gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
-        assert min(gaps) > 0.15  # 200 ms apart, give or take the clocks
+        # 200 ms apart by the store's clock: a claim's own latency (a fresh connection's
+        # first claim is slow) can bring one start closer to the next, never two together,
+        # and the five starts span four intervals less that latency.
+        assert min(gaps) > 0.05 and times[-1] - times[0] > 0.6, gaps
     # The two groups ran side by side, not one after the other.
     first_y = min(t for group, t in starts if group == "Y")
     last_x = max(t for group, t in starts if group == "X")

@@ -15,6 +15,7 @@ from duetime.errors import StoreError
 from duetime.stores.base import Outcome
 from duetime.stores.conditional import Answer, Condition, Pending
 from duetime.stores.postgres.connection import Conn
+from duetime.stores.postgres.groups import give_groups
 from duetime.stores.postgres.ops import Queues, give_lanes, wake, write
 from duetime.stores.postgres.queries import Q
 
@@ -30,6 +31,7 @@ async def schedule_if(
     ``ConditionalSchedule.schedule_if``); an answer per task."""
     qid = await queues.find_or_add(conn, task_type)
     await give_lanes(conn, queues, qid, [c.task for c in conditions])  # before any lock
+    await give_groups(conn, queues, qid, [c.task for c in conditions])
     async with conn.transaction():
         cur = await conn.execute(Q.head_due, {"qid": qid})
         row = await cur.fetchone()
@@ -72,7 +74,13 @@ async def _one(
         if row is not None or c.mode == "replace":  # the row is locked, or anything goes
             await write(conn, queues, qid, task_type, [task])
             return Answer("written", task.due_ms)
-        params = {**key, "due": task.due_ms, "record": task.record, "priority": task.priority}
+        params = {
+            **key,
+            "due": task.due_ms,
+            "record": task.record,
+            "priority": task.priority,
+            "group": task.group,
+        }
         cur = await conn.execute(Q.insert_free, params)
         if await cur.fetchone() is not None:
             return Answer("written", task.due_ms)

@@ -9,6 +9,7 @@ from typing import Any
 from duetime.stores.base import Claim, ClaimBatch, Outcome, new_claim
 from duetime.stores.gating import Gate, GateState, next_look
 from duetime.stores.history import Newest, crashed, is_plain, pack, row_runs
+from duetime.stores.postgres import groups
 from duetime.stores.postgres.conditional import remember_finished
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.ops import Queues, write
@@ -35,9 +36,10 @@ async def claim(
 ) -> ClaimBatch:
     """Reap expired leases at ``now_ms``, then lease up to ``limit`` tasks due by ``now_ms +
     lookahead_ms`` that the type's gates allow, highest priority first, then earliest due
-    (the lease counts from now),
-    in one transaction whose statements go to the server together (a pipeline: one round
-    trip). A claim under a rate or a global concurrency locks its queue's row first. With
+    (the lease counts from now); under group limits, the groups in turn, each within its
+    limits (claim_grouped.sql), in one transaction whose statements go to the server
+    together (a pipeline: one round trip). A claim under a rate, a global concurrency or
+    group limits locks its queue's row first. With
     ``record``, the runs of the leases reaped are then recorded in the type's history (a
     statement of their own, after the claim: a claimer that dies in between leaves them
     out)."""
@@ -59,12 +61,8 @@ async def claim(
         "deadline": now_ms + lease_ms,
         "now": now_ms,
     }
-    statement = Q.claim
-    if gate is not None:
-        statement = Q.claim_gated
-        claim_params.update(
-            interval=gate.interval_ms, burst=gate.burst, max_running=gate.max_running
-        )
+    statement = _statement(gate)
+    claim_params.update(_gate_params(gate, limit))
     count_running = gate is not None and gate.max_running > 0
     async with conn.pipeline(), conn.transaction():
         await conn.execute(Q.claim_plan)
@@ -88,11 +86,12 @@ async def claim(
         ]
         if runs:
             await conn.execute(Q.add_runs, _runs(qid, runs, record._replace(worker=""), now_ms))
-    claims, picked = [], 0
-    if leasing is not None:
-        rows = sorted(await leasing.fetchall(), key=lambda r: (-(r[5] or 0), r[3], r[0]))
-        claims = [new_claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
-        picked = len(rows)
+    rows = [] if leasing is None else await leasing.fetchall()
+    # The last row of a grouped claim tells of the groups it visited.
+    visit = groups.Visit.of(rows.pop()) if rows and statement is Q.claim_grouped else None
+    rows.sort(key=lambda r: (-(r[5] or 0), r[3], r[0]))
+    claims = [new_claim(r[0], r[1], r[2], r[3], r[4]) for r in rows if r[1] is not None]
+    picked = len(rows)
     row = await looking.fetchone()
     assert row is not None
     due, deadline, paused, hold_ms, tat, running = row
@@ -101,7 +100,31 @@ async def claim(
     next_ms, open_ms = next_look(
         gate, after, now_ms, held_back=held_back, due_ms=due, lease_ms=deadline
     )
+    if visit is not None and picked == 0 and held_back and open_ms is None:
+        next_ms, open_ms = visit.look(limit, next_ms, deadline)
     return ClaimBatch(claims, next_ms, len(reaped), open_ms)
+
+
+def _statement(gate: Gate | None) -> bytes:
+    """The claim's statement: claim.sql without gates, claim_gated.sql under a type's
+    limits, claim_grouped.sql under group limits."""
+    if gate is None:
+        return Q.claim
+    return Q.claim_grouped if gate.grouped else Q.claim_gated
+
+
+def _gate_params(gate: Gate | None, limit: int) -> dict[str, object]:
+    """The parameters of the claim's statement beyond claim.sql's."""
+    if gate is None:
+        return {}
+    params: dict[str, object] = {
+        "interval": gate.interval_ms,
+        "burst": gate.burst,
+        "max_running": gate.max_running,
+    }
+    if gate.grouped:
+        params.update(groups.claim_params(gate, limit))
+    return params
 
 
 async def settle(
@@ -267,6 +290,7 @@ async def _settle_rest(
     rows = await cur.fetchall()
     kept = {(row[0], row[1]) for row in rows}
     vacant = [row[0] for row in rows if row[2]]
+    group_of = {row[0]: row[3] for row in rows}
     done = [o for o in rest if (o.claim.id, o.claim.token) in kept]
     dead = [o for o in done if o.dead_id]
     if dead:
@@ -278,6 +302,7 @@ async def _settle_rest(
                 "ids": [o.dead_id for o in dead],
                 "records": [o.dead_record for o in dead],
                 "errors": [o.error for o in dead],
+                "groups": [group_of.get(o.claim.id) for o in dead],
             },
         )
     spawns = {o.spawn.id: o.spawn for o in done if o.spawn is not None}

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from duetime.errors import LeaseLost, StoreRefused
 from duetime.stores import wire
 from duetime.stores.base import STATES, AbortFound, Claim, NewTask, State, StoredTask
 from duetime.stores.postgres.config import PostgresConfig
 from duetime.stores.postgres.connection import Conn
+from duetime.stores.postgres.groups import give_groups
 from duetime.stores.postgres.queries import Q
 
 _LISTS = {"due": Q.list_due, "running": Q.list_running, "dead": Q.list_dead}
@@ -30,6 +32,8 @@ class Queues:
         self._known: dict[str, int] = {}
         #: The queues known to have lanes (0008_priorities.sql: it is never cleared).
         self.laned: set[int] = set()
+        #: The queues known to keep their tasks by group (0009_groups.sql: never cleared).
+        self.grouped: set[int] = set()
 
     async def find(self, conn: Conn, task_type: str) -> int | None:
         """The type's qid, or None when it never had a task."""
@@ -71,11 +75,13 @@ async def write(
         "dues": [t.due_ms for t in tasks],
         "records": [t.record for t in tasks],
         "priorities": [t.priority for t in tasks],
+        "groups": [t.group for t in tasks],
         "only_new": only_new,
         "channel": queues.channel,
         "type": task_type,
     }
     await give_lanes(conn, queues, qid, tasks)
+    await give_groups(conn, queues, qid, tasks)
     cur = await conn.execute(Q.schedule, params)
     return [row[0] for row in await cur.fetchall()]
 
@@ -124,6 +130,7 @@ async def schedule(
     ``fence``, raises LeaseLost (nothing written) when the queue's fence is above it."""
     qid = await queues.find_or_add(conn, task_type)
     await give_lanes(conn, queues, qid, tasks)  # before the transaction below, if any
+    await give_groups(conn, queues, qid, tasks)
     if not only_new and fence is None:
         await write(conn, queues, qid, task_type, tasks)
         return []
@@ -287,7 +294,8 @@ async def get(conn: Conn, queues: Queues, task_type: str, task_id: str) -> Store
     row = await cur.fetchone()
     if row is None:
         return None
-    return wire.stored_row(row)
+    found = wire.stored_row(row[:10])
+    return found if found is None or row[10] is None else replace(found, group=row[10])
 
 
 async def list_tasks(
@@ -300,7 +308,9 @@ async def list_tasks(
     params = {"qid": qid, "limit": limit, "offset": offset}
     cur = await conn.execute(_LISTS[state], params)
     rows = await cur.fetchall()
-    return [StoredTask(r[0], state, r[1], r[2], r[3], r[4], r[5], r[6] or 0) for r in rows]
+    return [
+        StoredTask(r[0], state, r[1], r[2], r[3], r[4], r[5], r[6] or 0, r[7] or "") for r in rows
+    ]
 
 
 async def count(conn: Conn, queues: Queues, task_type: str) -> dict[State, int]:

@@ -76,6 +76,10 @@ class Queries:
     set_paused: bytes
     paused_types: bytes
     hold: bytes
+    claim_grouped: bytes
+    read_groups: bytes
+    mark_groups: bytes
+    groups_on: bytes
 
 
 def strip(text: str) -> bytes:

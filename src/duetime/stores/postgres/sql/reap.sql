@@ -14,6 +14,8 @@
 -- a scan of the whole type.
 -- Parameters: %(qid)s, %(now)s (ms), %(max_stalls)s, %(at_most_once)s (boolean),
 -- %(batch)s.
+-- A task due again keeps its group, whose turn comes no later than its due time
+-- (_group_ready.sql).
 -- Returns one row per reaped lease: id, whether the row is now vacant (neither due nor
 -- dead: delete it with vacate.sql), and for the run history the verdict, the record, the
 -- stalls before this one and the due time it was claimed at.
@@ -28,7 +30,7 @@ WITH expired AS (
     ORDER BY deadline_ms, id
     LIMIT %(batch)s
     FOR UPDATE SKIP LOCKED
-)
+), reaped AS (
 UPDATE tasks AS t
 SET token = NULL,
     claimed_due_ms = NULL,
@@ -43,5 +45,10 @@ SET token = NULL,
         ELSE t.error END
 FROM expired AS v
 WHERE t.qid = %(qid)s AND t.id = ANY (ARRAY(SELECT id FROM expired)) AND t.id = v.id
-RETURNING t.id, t.due_ms IS NULL AND t.dead_ms IS NULL, v.verdict, t.record, v.stalls,
-          v.claimed_due_ms
+RETURNING t.id, t.due_ms IS NULL AND t.dead_ms IS NULL AS vacant, v.verdict, t.record,
+          v.stalls, v.claimed_due_ms, t.due_ms, t.grp
+), written AS (
+    SELECT due_ms, grp FROM reaped WHERE verdict = 'requeue'
+),
+-- include _group_ready.sql
+SELECT id, vacant, verdict, record, stalls, claimed_due_ms FROM reaped

@@ -16,8 +16,10 @@
 -- planner does not see), never by a scan of the whole type.
 -- Parameters: %(qid)s, %(now)s, %(channel)s, %(type)s; arrays of one length: %(ids)s,
 -- %(tokens)s, %(ops)s, %(dues)s, %(records)s, %(errors)s.
--- Returns rows: id, token of each kept outcome, and whether its row is now vacant
--- (delete it with vacate.sql).
+-- A task made due here keeps its group, whose turn comes no later than its due time
+-- (_group_ready.sql).
+-- Returns rows: id, token of each kept outcome, whether its row is now vacant (delete it
+-- with vacate.sql), and its group (NULL: none, in a queue without groups).
 WITH head AS (
     SELECT min(due_ms) AS due_ms FROM (
         SELECT due_ms FROM tasks
@@ -53,8 +55,13 @@ WITH head AS (
     WHERE t.qid = %(qid)s AND t.id = ANY (ARRAY(SELECT unnest(%(ids)s::text[])))
       AND t.id = o.id AND t.token = o.token
     RETURNING t.id, o.token, t.due_ms IS NULL AND t.dead_ms IS NULL AS vacant,
-              CASE WHEN o.op IN ('next', 'retry', 'release') THEN t.due_ms END AS made_due
-), woken AS (
+              CASE WHEN o.op IN ('next', 'retry', 'release') THEN t.due_ms END AS made_due,
+              t.grp
+), written AS (
+    SELECT made_due AS due_ms, grp FROM settled
+),
+-- include _group_ready.sql
+, woken AS (
     SELECT pg_notify(%(channel)s, w.due_ms || ' ' || %(type)s)
     FROM (SELECT min(made_due) AS due_ms FROM settled) AS w, head
     WHERE w.due_ms IS NOT NULL
@@ -64,4 +71,4 @@ WITH head AS (
     WHERE qid = %(qid)s AND waiting AND EXISTS (SELECT 1 FROM settled)
     RETURNING pg_notify(%(channel)s, %(now)s || ' ' || %(type)s)
 )
-SELECT id, token, vacant FROM settled WHERE (SELECT count(*) FROM woken) >= 0
+SELECT id, token, vacant, grp FROM settled WHERE (SELECT count(*) FROM woken) >= 0
