@@ -11,7 +11,7 @@ took as done. The median and the worst round are printed, per case:
 
 due-backlog   a group concurrency of 1,000: the claim visits the 10 groups and takes 10
               of each (the big group gets no more than its turn): 100 tasks.
-held-backlog  a group concurrency of 1, one task of the big group running: the claim
+held-backlog  a group concurrency of 10, 10 tasks of the big group running: the claim
               passes the big group over (at its limit) without reading its backlog, and
               takes the 9 other groups' 90 tasks.
 
@@ -49,7 +49,7 @@ LEASE_MS = 600_000
 #: (name, group concurrency, tasks of the big group claimed before the rounds, expected)
 CASES = (
     ("due-backlog", 1000, 0, LIMIT),
-    ("held-backlog", 1, 1, SMALL_GROUPS * PER_SMALL),
+    ("held-backlog", PER_SMALL, PER_SMALL, SMALL_GROUPS * PER_SMALL),
 )
 
 
