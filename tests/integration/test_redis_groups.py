@@ -112,6 +112,7 @@ async def test_a_claim_that_finds_its_groups_full_sets_wait_and_a_settle_clears_
     assert await raw.hget(k.gate, "wait") == "1"
     assert await store.settle("mail", [Outcome("done", first)], T0 + 2) == [True]
     assert await raw.hget(k.gate, "wait") is None
+    assert await raw.zrangebylex(k.groups, "[r|", "[r|\xff") == []  # the run's entry went
     assert [c.id for c in (await claim(store, T0 + 3)).claims] == ["a1"]
 
 

@@ -40,7 +40,8 @@ Redis Cluster slot and one script may touch them all::
                                       "r|<len>:<group>|<id>" for the runs a grouped claim
                                       started, once the type had a task of a group
     duetime:{ns:type}:ready     ZSET  group -> when a grouped claim visits it next (turns)
-    duetime:{ns:type}:pace      ZSET  group -> its group rate's time (GCRA), while ahead
+    duetime:{ns:type}:pace      ZSET  group -> its group rate's time (GCRA); a grouped claim
+                                      drops the times past
 
     duetime:{ns:type}:call:<id> STRING  for 15 s after a claim, its reply; for 60 s after a
                                       schedule of tasks due within a minute, a marker:

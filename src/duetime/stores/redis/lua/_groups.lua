@@ -11,10 +11,10 @@
 --                   for a task without one; <due> fixed-width hex, so a group's tasks are
 --                   one ZRANGEBYLEX range in due order, and a claim reads its head only);
 --                 "r|<len>:<group>|<id>" for each task of a group a grouped claim started:
---                   counted (ZLEXCOUNT) as the group's running tasks, and checked against
---                   the running ZSET only when the count reaches the group's limit (those
---                   no longer running, or in another group, are dropped there: settles and
---                   reaping need not know)
+--                   counted (ZLEXCOUNT) as the group's running tasks; the settle that ends
+--                   the run removes it, and the count is checked against the running ZSET
+--                   when it reaches the group's limit (entries of runs whose lease lapsed,
+--                   or cancelled, or moved to another group, are dropped there: no drift)
 --   ready   ZSET  group -> its ready time: the earliest due time of its tasks, or, once a
 --                 claim visited it, max(that, the claim's now), so that groups waiting
 --                 longer come first (turns); never later than its earliest due task
@@ -162,6 +162,23 @@ local function group_drop(gk, id, due)
   if g then
     redis.call('HDEL', gk.group, id)
   end
+end
+
+-- The runs of tasks `ids` ended: their "r|" entries go (settle; a type that keeps a group
+-- hash only).
+local function group_ended(gk, ids)
+  local zrem = {}
+  for first = 1, #ids, BULK_SLICE do
+    local last = math.min(first + BULK_SLICE - 1, #ids)
+    local owners = redis.call('HMGET', gk.group, unpack(ids, first, last))
+    for k = first, last do
+      local g = owners[k - first + 1]
+      if g then
+        zrem[#zrem + 1] = 'r|' .. group_prefix(g) .. ids[k]
+      end
+    end
+  end
+  bulk('ZREM', gk.groups, zrem)
 end
 
 -- How many tasks of `group` run, by its "r|" entries; when that reaches `most`, each is

@@ -55,7 +55,7 @@
 -- KEYS[9] order and KEYS[10] lane (the priorities, see _lanes.lua: a task back to due
 -- keeps its priority; a task that ends loses it), KEYS[11] group, KEYS[12] groups and
 -- KEYS[13] ready (see _groups.lua: a task back to due keeps its group, a task that ends
--- loses it, a spawned task has none; a run's end is not written there), KEYS[14..] the
+-- loses it, a spawned task has none; a run that ends leaves its group's runs), KEYS[14..] the
 -- finished keys that finish ops name, and the run history and its tally that a log op
 -- names
 -- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4] how long to keep the
@@ -209,7 +209,10 @@ bulk('HDEL', data, dropped)
 if #dropped > 0 and redis.call('EXISTS', lane) == 1 then
   bulk('HDEL', lane, dropped)
 end
-bulk('HDEL', gk.group, dropped)
+if #ended > 0 and redis.call('EXISTS', gk.group) == 1 then
+  group_ended(gk, ended)
+  bulk('HDEL', gk.group, dropped)
+end
 
 local earliest
 for k, item in ipairs(items) do
