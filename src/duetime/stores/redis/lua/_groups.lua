@@ -270,7 +270,7 @@ end
 -- each giving at most its share (allowed over the groups visited) and what its limits
 -- allow. Returns {ids, dues, groups (of each id), unheld (due work is left that no group
 -- limit holds), full (a group at its concurrency holds due work), opens (the earliest time
--- a group held by its rate opens, or nil), later (the earliest ready time after horizon)}.
+-- a group held by its rate opens, or nil)}.
 local function group_claim(gk, due, running, now, horizon, allowed, limits)
   local out = {ids = {}, dues = {}, groups = {}, unheld = false, full = false}
   if limits.interval > 0 then
@@ -292,7 +292,10 @@ local function group_claim(gk, due, running, now, horizon, allowed, limits)
     local want = math.min(share, room)
     local n, state = want, nil
     if group ~= '' then
-      state = {running = 0, tat = tonumber(redis.call('ZSCORE', gk.pace, group) or '')}
+      state = {running = 0}
+      if limits.interval > 0 then
+        state.tat = tonumber(redis.call('ZSCORE', gk.pace, group) or '')
+      end
       if limits.most > 0 then
         state.running = group_running(gk, running, group, now, limits.most)
       end
@@ -340,9 +343,6 @@ local function group_claim(gk, due, running, now, horizon, allowed, limits)
     -- spin through groups that are all held.
     out.unheld = true
   end
-  local later = redis.call('ZRANGEBYSCORE', gk.ready, string.format('(%d', horizon), '+inf',
-                           'WITHSCORES', 'LIMIT', 0, 1)
-  out.later = later[2]
   return out
 end
 

@@ -302,7 +302,8 @@ elseif picked_groups and not picked_groups.unheld
     and (picked_groups.full or picked_groups.opens) then
   -- Due work is left only in groups held by their limits: look again when a lease ends
   -- (or a settle wakes the workers), a group's rate opens, or a later task comes due.
-  local at = picked_groups.later
+  local at = redis.call('ZRANGEBYSCORE', gk.ready, string.format('(%d', horizon), '+inf',
+                        'WITHSCORES', 'LIMIT', 0, 1)[2]
   if next_lease and (not at or tonumber(next_lease) < tonumber(at)) then
     at = next_lease
   end
