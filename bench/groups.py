@@ -1,6 +1,6 @@
 """What a claim under group limits costs, against the backlog one group holds.
 
-    python bench/groups.py                                   # PostgreSQL, the tests' server
+    python bench/groups.py                                   # Redis, SQLite, PostgreSQL
     python bench/groups.py --stores sqlite                   # 1,000 to 1,000,000
     python bench/groups.py --stores sqlite,postgres --backlogs 1000,100000 --cases share
     python bench/groups.py --stores sqlite --sqlite-query synchronous=normal   # no fsync
@@ -125,7 +125,9 @@ async def run(url: str, args: Any) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stores", default="postgres", help="postgres, sqlite, redis")
+    parser.add_argument(
+        "--stores", default="redis,sqlite,postgres", help="of redis, sqlite, postgres"
+    )
     parser.add_argument("--backlogs", default="1000,100000,1000000")
     parser.add_argument("--cases", default="", help="comma-separated case names (default all)")
     parser.add_argument("--rounds", type=int, default=20)

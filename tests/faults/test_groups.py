@@ -79,7 +79,7 @@ async def test_a_killed_workers_group_slot_comes_back_after_its_lease(
         )
         for i in range(5)
     )
-    options = {"concurrency": 4, "group_concurrency": 1, "lease": 2.0}
+    options = {"concurrency": 4, "group_concurrency": 1, "lease": 3.0}
     doomed = workers.start(any_store_url, namespace, **options)
     doomed.wait_ready()
     await eventually(
@@ -101,4 +101,6 @@ async def test_a_killed_workers_group_slot_comes_back_after_its_lease(
     assert runs_of(workers.ledger(), "K")[-1][1] < float("inf")
     assert one_at_a_time(runs_of(workers.ledger(), "K")[1:])  # the killed run never ended
     later = [e for e in workers.ledger() if e.kind == "start" and e.task_id != "K0"]
+    # The lease, renewed every second, lapses two to three seconds after the kill (less if
+    # a loaded machine renewed it late): not at once.
     assert min(e.t_ms for e in later) >= killed + 1000

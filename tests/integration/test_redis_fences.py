@@ -64,15 +64,16 @@ async def test_a_resent_fenced_write_that_went_through_is_not_refused_after_the_
     k = type_keys(namespace, "mail")
     now = int(await store.time_ms())
     assert await store.raise_fence("mail", 5)
-    keys = [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, call_key(k, "f1")]
+    keys = [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, k.group, k.groups, k.ready]
+    keys.append(call_key(k, "f1"))
     task = instruction_task("a", now)
-    args = ["ch", "mail", "1", 5, "", task.id, task.due_ms, task.record]
+    args = ["ch", "mail", "1", 5, "", "", task.id, task.due_ms, task.record]
     assert await store._run("schedule", keys, args) == [1]
     assert await store.raise_fence("mail", 6)
     await store.cancel("mail", "a")  # it ran and is gone, say
 
     assert await store._run("schedule", keys, args) == [0]  # the resend: done already
     assert await store.get("mail", "a") is None
-    other = [*keys[:7], call_key(k, "f2")]  # a new call under the old token: refused
+    other = [*keys[:10], call_key(k, "f2")]  # a new call under the old token: refused
     with pytest.raises(duetime.LeaseLost):
         await store._run("schedule", other, args)

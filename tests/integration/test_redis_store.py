@@ -13,7 +13,7 @@ import duetime
 from duetime.partitions.store import PartitionedStore
 from duetime.stores.base import NewTask, Outcome
 from duetime.stores.redis.connection import RedisConfig
-from duetime.stores.redis.keys import type_keys, wake_channel
+from duetime.stores.redis.keys import TypeKeys, type_keys, wake_channel
 from duetime.stores.redis.server import check_server
 from duetime.stores.redis.store import MARKER_HORIZON_MS, RedisStore
 from tests.helpers import eventually, record_text, running
@@ -174,6 +174,11 @@ async def test_listen_reports_wake_ups_and_looks_again_after_a_reconnect(
             await listener
 
 
+def schedule_keys(k: TypeKeys) -> list[str]:
+    """The schedule script's keys before its call key."""
+    return [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, k.group, k.groups, k.ready]
+
+
 def test_an_evicting_or_old_server_is_refused() -> None:
     with pytest.raises(duetime.ConfigError, match="allkeys-lru"):
         check_server({"redis_version": "7.0.15", "maxmemory_policy": "allkeys-lru"}, False)
@@ -231,7 +236,7 @@ async def test_a_resent_claim_returns_the_same_claims(store: RedisStore, namespa
     k = type_keys(namespace, "mail")
     await store.schedule("mail", [NewTask(f"t{i}", T0, REC) for i in range(3)])
     keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call_key(k, "c1"), k.gate]
-    keys += (k.order, k.lane)
+    keys += (k.order, k.lane, k.group, k.groups, k.ready, k.pace)
     args = [T0, 2, 1000, 1, "0", 0, 15_000]
 
     first = await store._run("claim_due", keys, args)
@@ -288,8 +293,9 @@ async def test_a_resent_schedule_of_a_task_due_soon_is_not_written_twice(
 
     k = type_keys(namespace, "mail")
     now = int(await store.time_ms())
-    keys = [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, call_key(k, "s1")]
-    args = ["ch", "mail", "0", "", "", "soon", now, REC]
+    keys = [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, k.group, k.groups, k.ready]
+    keys.append(call_key(k, "s1"))
+    args = ["ch", "mail", "0", "", "", "", "soon", now, REC]
     assert await store._run("schedule", keys, args) == [1]
     (c,) = (
         await store.claim(
@@ -314,11 +320,11 @@ async def test_a_resent_submit_answers_as_the_first_send_did(
     now = int(await store.time_ms())
     await store._run(
         "schedule",
-        [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, call_key(k, "s0")],
-        ["ch", "mail", "0", "", "", "held", now + 3_600_000, REC],
+        [*schedule_keys(k), call_key(k, "s0")],
+        ["ch", "mail", "0", "", "", "", "held", now + 3_600_000, REC],
     )
-    keys = [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, call_key(k, "s2")]
-    args = ["ch", "mail", "1", "", "", "fresh", now, REC, "held", now, record_text('{"x":1}')]
+    keys = [*schedule_keys(k), call_key(k, "s2")]
+    args = ["ch", "mail", "1", "", "", "", "fresh", now, REC, "held", now, record_text('{"x":1}')]
     assert await store._run("schedule", keys, args) == [1, b"held"]  # raw: bytes
     (c,) = (
         await store.claim(
@@ -366,8 +372,8 @@ async def test_a_resent_conditional_write_answers_as_the_first_send_did(
     now = int(await store.time_ms())
     marked = '{"p":{},"q":3600000}'
     keys = [k.due, k.data, k.dead, k.meta, k.lease, call_key(k, "w1"), k.order, k.lane]
-    keys.append(finished_key(k, "u1"))
-    args = ["ch", "mail", now, 15_000, "u1", now, marked, "replace", 3_600_000, "", "0", 0]
+    keys += (k.group, k.groups, k.ready, finished_key(k, "u1"))
+    args = ["ch", "mail", now, 15_000, "u1", now, marked, "replace", 3_600_000, "", "0", 0, ""]
     first = await store._run("schedule_if", keys, args)
     assert first == [1, str(now).encode(), b""]
     (c,) = (

@@ -72,7 +72,7 @@ class RedisCapabilities:
         self: _Core, task_type: str, entries: Sequence[NewTask], *, keep_ttl: bool, now_ms: int
     ) -> list[int]:
         k = self.keys(task_type)
-        keys = [k.due, k.data, k.dead, k.meta, k.order, k.lane]
+        keys = [k.due, k.data, k.dead, k.meta, k.order, k.lane, k.group, k.groups, k.ready]
         dues: list[int] = []
         for start in range(0, len(entries), SCHEDULE_CHUNK):
             args: list[Any] = [self._wake(task_type), task_type, now_ms, "1" if keep_ttl else "0"]
@@ -97,13 +97,13 @@ class RedisCapabilities:
         for start in range(0, len(tasks), SCHEDULE_CHUNK):
             chunk = tasks[start : start + SCHEDULE_CHUNK]
             keys = [k.due, k.data, k.dead, k.meta, k.lease, call_key(k, call_id())]
-            keys += (k.order, k.lane)
+            keys += (k.order, k.lane, k.group, k.groups, k.ready)
             args: list[Any] = [self._wake(task_type), task_type, now_ms, CONDITIONAL_REPLAY_MS]
             for c in chunk:
                 keys.append(finished_key(k, c.task.id))
                 expected = "" if c.pending == "none" else _PENDING_CODE[c.pending] + c.expected
                 args += (c.task.id, c.task.due_ms, c.task.record, c.mode, c.unique_ms)
-                args += (expected, "1" if c.keep_due else "0", c.task.priority)
+                args += (expected, "1" if c.keep_due else "0", c.task.priority, c.task.group)
             reply = await self._run("schedule_if", keys, args)
             answers += (_answer(*reply[i : i + 3]) for i in range(0, len(reply), 3))
         return answers
@@ -126,7 +126,8 @@ class RedisCapabilities:
         self: _Core, task_type: str, event: str, task: NewTask, *, window_ms: int
     ) -> bool:
         k = self.keys(task_type)
-        keys = [event_key(k, event), k.due, k.data, k.dead, k.meta, k.order, k.lane]
+        keys = [event_key(k, event), k.due, k.data, k.dead, k.meta, k.order, k.lane, k.group]
+        keys += (k.groups, k.ready)
         args = [window_ms, self._wake(task_type), task_type, task.id, task.due_ms, task.record]
         return bool((await self._run("schedule_event", keys, args))[0])
 

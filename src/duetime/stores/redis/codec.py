@@ -143,14 +143,16 @@ def _batch_run(line: bytes, run: bytes, base: int, worker: str | None) -> Stored
 
 def inspected(task_id: str, reply: list[Any]) -> StoredTask | None:
     """The task the inspect_task script found, or None (see inspect_task.lua)."""
-    due, running, dead, record, lease, stalls, error, prio = (*reply, *[None] * 8)[:8]
+    due, running, dead, record, lease, stalls, error, prio, group = (*reply, *[None] * 9)[:9]
     if due is not None:
-        return stored_task(task_id, "due", due, wire.ms(due), record, stalls, error, prio)
+        return stored_task(task_id, "due", due, wire.ms(due), record, stalls, error, prio, group)
     if running is not None and lease is not None:
         claimed_due = parse_lease(wire.text(lease))[1]
-        return stored_task(task_id, "running", running, claimed_due, record, stalls, error, prio)
+        return stored_task(
+            task_id, "running", running, claimed_due, record, stalls, error, prio, group
+        )
     if dead is not None:
-        return stored_task(task_id, "dead", dead, wire.ms(dead), record, stalls, error, prio)
+        return stored_task(task_id, "dead", dead, wire.ms(dead), record, stalls, error, prio, group)
     return None
 
 
@@ -160,3 +162,12 @@ def priorities(tasks: Sequence[NewTask]) -> str:
     if not any(task.priority for task in tasks):
         return ""
     return " ".join(str(task.priority) for task in tasks)
+
+
+def groups(tasks: Sequence[NewTask]) -> str:
+    """The groups of ``tasks`` as the schedule script takes them: ``""`` when none has one
+    (the common case), else each followed by a newline ("" for none; a group holds no
+    control characters)."""
+    if not any(task.group for task in tasks):
+        return ""
+    return "".join(f"{task.group}\n" for task in tasks)

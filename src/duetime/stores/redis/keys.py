@@ -34,6 +34,14 @@ Redis Cluster slot and one script may touch them all::
     duetime:{ns:type}:order     ZSET  id -> priority band + due time: every due task, by
                                       priority then due time, once the type had a task of
                                       a priority other than 0 (see lua/_lanes.lua)
+    duetime:{ns:type}:group     HASH  id -> group, for tasks of a group (see lua/_groups.lua)
+    duetime:{ns:type}:groups    ZSET  all scores 0, by member: "<len>:<group>|<due hex>|<id>"
+                                      for every due task (group "" for those of none), and
+                                      "r|<len>:<group>|<id>" for the runs a grouped claim
+                                      started, once the type had a task of a group
+    duetime:{ns:type}:ready     ZSET  group -> when a grouped claim visits it next (turns)
+    duetime:{ns:type}:pace      ZSET  group -> its group rate's time (GCRA); a grouped claim
+                                      drops the times past
 
     duetime:{ns:type}:call:<id> STRING  for 15 s after a claim, its reply; for 60 s after a
                                       schedule of tasks due within a minute, a marker:
@@ -91,6 +99,10 @@ class TypeKeys:
     tally: str
     lane: str
     order: str
+    group: str
+    groups: str
+    ready: str
+    pace: str
 
 
 def type_keys(namespace: str, task_type: str) -> TypeKeys:

@@ -58,14 +58,15 @@ class RedisLeases:
         k = self.keys(task_type)
         call = call_key(k, call_id())
         keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, k.seq, call, k.gate]
-        keys += (k.order, k.lane)
+        keys += (k.order, k.lane, k.group, k.groups, k.ready, k.pace)
         mode = "1" if at_most_once else "0"
         args = [now_ms, limit, lease_ms, max_stalls, mode, lookahead_ms, CLAIM_REPLAY_MS]
         if gate is not None:
             args += (repr(gate.interval_ms), repr(gate.burst), gate.max_running)
+            args += (repr(gate.group_interval_ms), repr(gate.group_burst), gate.group_running)
         if record is not None:  # the history after the gate's slots, taken or not
             if gate is None:
-                args += (0, 1, 0)
+                args += (0, 1, 0, 0, 1, 0)
             keys += (k.runs, k.tally)
             args += log_args(record)
         reply = await self._run("claim_due", keys, args)
@@ -91,8 +92,8 @@ class RedisLeases:
         k = self.keys(task_type)
         kept: list[bool] = []
         head: list[Any] = [now_ms, self._wake(task_type), task_type, SETTLE_REPLAY_MS]
-        if record is not None:  # the history and its tally are KEYS[11] and KEYS[12]
-            head += ("log", 11, 12, *log_args(record))
+        if record is not None:  # the history and its tally are KEYS[14] and KEYS[15]
+            head += ("log", 14, 15, *log_args(record))
         for start in range(0, len(outcomes), SETTLE_CHUNK):
             chunk = outcomes[start : start + SETTLE_CHUNK]
             # A call key of its own: a resend finds the reply of the first send, and does
@@ -100,7 +101,7 @@ class RedisLeases:
             # the history's keys, the finished keys of tasks scheduled with unique_for.
             call = call_key(k, call_id())
             keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call, k.gate]
-            keys += (k.order, k.lane)
+            keys += (k.order, k.lane, k.group, k.groups, k.ready)
             if record is not None:
                 keys += (k.runs, k.tally)
             finished = functools.partial(finished_key, k)

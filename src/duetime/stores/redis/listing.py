@@ -35,7 +35,8 @@ async def list_tasks(
         pipe.hmget(k.lease, ids)
         pipe.hmget(k.meta, fields)
         pipe.hmget(k.lane, ids)
-        records, leases, meta, lanes = await pipe.execute()
+        pipe.hmget(k.group, ids)
+        records, leases, meta, lanes, groups = await pipe.execute()
     out = []
     for n, (task_id, score) in enumerate(rows):
         due = wire.ms(score)
@@ -43,7 +44,7 @@ async def list_tasks(
             due = parse_lease(wire.text(leases[n]))[1]
         stalls, error = meta[2 * n], meta[2 * n + 1]
         task = stored_task(
-            wire.text(task_id), state, score, due, records[n], stalls, error, lanes[n]
+            wire.text(task_id), state, score, due, records[n], stalls, error, lanes[n], groups[n]
         )
         out.append(task)
     return out

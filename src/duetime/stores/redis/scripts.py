@@ -41,14 +41,16 @@ except ImportError:  # pragma: no cover - hiredis comes with redis[hiredis]
 _PREAMBLE = "_preamble.lua"
 #: Shared functions beyond the preamble, put after it in the scripts that use them.
 INCLUDES = {
-    "claim_due": ("_gate.lua", "_lanes.lua"),
-    "schedule": ("_lanes.lua",),
-    "schedule_if": ("_lanes.lua",),
-    "settle": ("_lanes.lua",),
-    "revive": ("_lanes.lua",),
-    "hasten": ("_lanes.lua",),
-    "put_entry": ("_lanes.lua",),
-    "schedule_event": ("_lanes.lua",),
+    "claim_due": ("_gate.lua", "_lanes.lua", "_groups.lua"),
+    "schedule": ("_lanes.lua", "_groups.lua"),
+    "schedule_if": ("_lanes.lua", "_groups.lua"),
+    "settle": ("_lanes.lua", "_groups.lua"),
+    "revive": ("_lanes.lua", "_groups.lua"),
+    "hasten": ("_lanes.lua", "_groups.lua"),
+    "put_entry": ("_lanes.lua", "_groups.lua"),
+    "schedule_event": ("_lanes.lua", "_groups.lua"),
+    "cancel": ("_groups.lua",),
+    "abort": ("_groups.lua",),
 }
 NAMES = (
     "schedule",

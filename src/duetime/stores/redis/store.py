@@ -27,6 +27,7 @@ from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
 from duetime.stores.redis.codec import (
     SCHEDULE_CHUNK,
+    groups,
     inspected,
     priorities,
 )
@@ -169,7 +170,8 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     def _schedule_keys(self, k: TypeKeys, earliest_ms: int) -> list[str]:
         """The schedule script's keys, with the call's marker key unless every task is due
         beyond MARKER_HORIZON_MS (or the store has not read the server's clock yet)."""
-        keys = [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane]
+        keys = [k.due, k.data, k.dead, k.meta, k.fence, k.order, k.lane, k.group, k.groups]
+        keys.append(k.ready)
         clock = self._server_clock
         if not clock.synced or earliest_ms <= clock.now() + MARKER_HORIZON_MS:
             keys.append(call_key(k, call_id()))
@@ -200,14 +202,14 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         if len(tasks) == 1:
             task = tasks[0]
             keys = self._schedule_keys(k, task.due_ms)
-            one = [*head, priorities(tasks), task.id, task.due_ms, task.record]
+            one = [*head, priorities(tasks), groups(tasks), task.id, task.due_ms, task.record]
             return [wire.text(t) for t in (await self._run("schedule", keys, one))[1:]]
         # Within one batch the last task of an id wins, as if scheduled one by one.
         unique = list({task.id: task for task in tasks}.values())
         chunks: list[tuple[list[str], list[Any]]] = []
         for start in range(0, len(unique), SCHEDULE_CHUNK):
             chunk = unique[start : start + SCHEDULE_CHUNK]
-            args: list[Any] = [*head, priorities(chunk)]
+            args: list[Any] = [*head, priorities(chunk), groups(chunk)]
             for task in chunk:
                 args += (task.id, task.due_ms, task.record)
             chunks.append((self._schedule_keys(k, min(t.due_ms for t in chunk)), args))
@@ -226,13 +228,14 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
 
     async def cancel(self, task_type: str, task_id: str) -> bool:
         k = self.keys(task_type)
-        keys = [k.due, k.data, k.dead, k.meta, k.order, k.lane]
+        keys = [k.due, k.data, k.dead, k.meta, k.order, k.lane, k.group, k.groups]
         reply = await self._run("cancel", keys, [task_id])
         return bool(reply[0])
 
     async def abort(self, task_type: str, task_id: str) -> AbortFound:
         k = self.keys(task_type)
-        keys = [k.due, k.data, k.dead, k.meta, k.lease, k.abort, k.order, k.lane]
+        keys = [k.due, k.data, k.dead, k.meta, k.lease, k.abort, k.order, k.lane, k.group]
+        keys.append(k.groups)
         reply = await self._run("abort", keys, [task_id, self._wake(task_type), task_type])
         return _FOUND[reply[0]]
 
@@ -253,7 +256,7 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     ) -> bool:
         k = self.keys(task_type)
         args = [task_id, due_ms, self._wake(task_type), task_type, record or ""]
-        keys = [k.dead, k.due, k.data, k.meta, k.order, k.lane]
+        keys = [k.dead, k.due, k.data, k.meta, k.order, k.lane, k.group, k.groups, k.ready]
         reply = await self._run("revive", keys, args)
         return bool(reply[0])
 
@@ -263,14 +266,15 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     async def hasten(self, task_type: str, task_id: str, due_ms: int) -> bool | None:
         k = self.keys(task_type)
         args = [task_id, due_ms, self._wake(task_type), task_type]
-        moved = (await self._run("hasten", [k.due, k.lease, k.order, k.lane], args))[0]
+        keys = [k.due, k.lease, k.order, k.lane, k.group, k.groups, k.ready]
+        moved = (await self._run("hasten", keys, args))[0]
         return None if moved == 2 else bool(moved)
 
     # -- reads --------------------------------------------------------------------------
 
     async def get(self, task_type: str, task_id: str) -> StoredTask | None:
         k = self.keys(task_type)
-        keys = [k.due, k.running, k.dead, k.data, k.lease, k.meta, k.lane]
+        keys = [k.due, k.running, k.dead, k.data, k.lease, k.meta, k.lane, k.group]
         return inspected(task_id, await self._run("inspect_task", keys, [task_id]))
 
     async def list_tasks(

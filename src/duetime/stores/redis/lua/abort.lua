@@ -10,7 +10,8 @@
 --
 -- KEYS[1] due, KEYS[2] data, KEYS[3] dead, KEYS[4] meta, KEYS[5] lease (HASH id ->
 -- "<token>|<due ms>"), KEYS[6] abort (HASH id -> token), KEYS[7] order, KEYS[8] lane (the
--- priorities, see _lanes.lua: a task removed leaves both)
+-- priorities, see _lanes.lua: a task removed leaves both), KEYS[9] group, KEYS[10] groups
+-- (see _groups.lua: a task removed leaves its group)
 -- ARGV[1] id, ARGV[2] wake channel, ARGV[3] task type (the first word of a wake message)
 --
 -- Returns {1} when a run was marked, {2} when a task no run holds was removed, {0} when
@@ -19,7 +20,8 @@
 
 local due, data, dead, meta, lease, abort = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local bad = wrong_type({due, 'zset', data, 'hash', dead, 'zset', meta, 'hash', lease, 'hash',
-                        abort, 'hash', KEYS[7], 'zset', KEYS[8], 'hash'})
+                        abort, 'hash', KEYS[7], 'zset', KEYS[8], 'hash', KEYS[9], 'hash',
+                        KEYS[10], 'zset'})
 if bad then
   return {-1, bad}
 end
@@ -36,6 +38,7 @@ if token then
   publish(ARGV[2], ARGV[3] .. ' abort')
   return {1}
 end
+group_drop({group = KEYS[9], groups = KEYS[10]}, id, redis.call('ZSCORE', due, id))
 local found = redis.call('ZREM', due, id) + redis.call('ZREM', dead, id)
               + redis.call('HDEL', data, id)
 redis.call('HDEL', meta, unpack(meta_fields({id})))

@@ -15,7 +15,15 @@
 --
 -- Priorities (see _lanes.lua): a type with an `order` ZSET is claimed from it, highest
 -- priority first, then earliest due; any other from due, earliest first. A task sent back
--- to due by reaping keeps its priority.
+-- to due by reaping keeps its priority (and its group).
+--
+-- Groups (see _groups.lua): a claim with group limits (ARGV[11..13]) of a type that keeps
+-- groups is claimed from them instead, group by group in turn, each group's tasks earliest
+-- due first (priorities are not applied), as far as each group's limits allow. When due
+-- work is left only in groups at their limits, `next` is the earliest lease deadline (and
+-- the earliest due time after the horizon), `open` when the first group held by its rate
+-- opens, and a group at its concurrency sets `wait` in the gate hash, as the type's own
+-- global concurrency does.
 --
 -- Gates (see _gate.lua): a paused or held type starts nothing; a rate (`interval`, `burst`)
 -- and a global concurrency (`max running`, counted after reaping) cap the tasks claimed.
@@ -30,8 +38,9 @@
 -- KEYS[3] data, KEYS[4] lease (HASH id -> "<token>|<due ms>"), KEYS[5] meta, KEYS[6] dead,
 -- KEYS[7] seq (STRING: the last token given out), KEYS[8] this call's key,
 -- KEYS[9] gate (HASH: the type's gates), KEYS[10] order (ZSET: the due tasks by priority)
--- and KEYS[11] lane (HASH id -> priority): see _lanes.lua; KEYS[12] the run history and
--- KEYS[13] its tally
+-- and KEYS[11] lane (HASH id -> priority): see _lanes.lua; KEYS[12] group (HASH id ->
+-- group), KEYS[13] groups (ZSET), KEYS[14] ready (ZSET) and KEYS[15] pace (ZSET): see
+-- _groups.lua; KEYS[16] the run history and KEYS[17] its tally
 -- (optional: with them, an expired lease sent back to due or to the dead letters is
 -- recorded as a failed or dead run, and a claim that finds nothing due drops the runs that
 -- aged out)
@@ -42,7 +51,9 @@
 -- ARGV[7] how long to keep the reply for a resent call, ms
 -- ARGV[8] the rate's interval between starts, ms (0: no rate), ARGV[9] its burst (>= 1),
 -- ARGV[10] most tasks running at once (0: no limit)
--- ARGV[11..13] with KEYS[12]: the claiming worker (unused: a reaped run's worker is
+-- ARGV[11] each group's rate's interval between starts, ms (0: none), ARGV[12] its burst
+-- (>= 1), ARGV[13] most tasks of one group running at once (0: no limit)
+-- ARGV[14..16] with KEYS[16]: the claiming worker (unused: a reaped run's worker is
 --         unknown), the most runs kept, their most age (ms): see run_log in the preamble
 --
 -- Returns {next, reaped, open, id1, token1, stalls1, due1, record1, id2, ...}:
@@ -56,7 +67,8 @@
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local meta, dead, seq, call, gate = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
-local order, lane, runs, tally = KEYS[10], KEYS[11], KEYS[12], KEYS[13]
+local order, lane, runs, tally = KEYS[10], KEYS[11], KEYS[16], KEYS[17]
+local gk = {group = KEYS[12], groups = KEYS[13], ready = KEYS[14], pace = KEYS[15]}
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
                         meta, 'hash', dead, 'zset', seq, 'string', call, 'string',
                         order, 'zset', lane, 'hash'})
@@ -79,13 +91,23 @@ local at_most_once = ARGV[5] == '1'
 local horizon = now and tonumber(ARGV[6] or '0') and now + tonumber(ARGV[6] or '0')
 local interval, burst = tonumber(ARGV[8] or '0'), tonumber(ARGV[9] or '1')
 local max_running = tonumber(ARGV[10] or '0')
+local limits = {interval = tonumber(ARGV[11] or '0'), burst = tonumber(ARGV[12] or '1'),
+                most = tonumber(ARGV[13] or '0')}
 if not (now and limit and lease_ms and max_stalls and horizon) or limit < 0
     or lease_ms <= 0 or horizon < now then
   return {-2, 'now, limit, lease and max stalls must be numbers'}
 end
 if not (interval and burst and max_running) or interval < 0 or burst < 1
-    or max_running < 0 then
+    or max_running < 0 or not (limits.interval and limits.burst and limits.most)
+    or limits.interval < 0 or limits.burst < 1 or limits.most < 0 then
   return {-2, 'the rate and the most running must be numbers, the burst 1 or more'}
+end
+local grouped = limits.interval > 0 or limits.most > 0
+-- The group keys are checked only by the claims that use them (with group limits, or
+-- reaping), so that a type without groups reads nothing more.
+local GROUP_KEYS = {gk.group, 'hash', gk.groups, 'zset', gk.ready, 'zset', gk.pace, 'zset'}
+if grouped and wrong_type(GROUP_KEYS) then
+  return {-1, wrong_type(GROUP_KEYS)}
 end
 local gated = gate_kind == 'hash' or interval > 0 or max_running > 0
 -- The token counter is checked before any write: INCRBY on a value that is not a number
@@ -100,7 +122,7 @@ if runs then
     return {-2, 'the run history needs its tally'}
   end
   local why
-  log, why = run_log(11)
+  log, why = run_log(14)
   if not log then
     return {-2, why}
   end
@@ -124,6 +146,9 @@ local crashed = {}
 -- Reap at most this many expired leases per call, so one call stays short.
 local REAP_BATCH = 1000
 local expired = redis.call('ZRANGEBYSCORE', running, '-inf', ARGV[1], 'LIMIT', 0, REAP_BATCH)
+if #expired > 0 and not grouped and wrong_type(GROUP_KEYS) then
+  return {-1, wrong_type(GROUP_KEYS)}
+end
 for _, id in ipairs(expired) do
   local claimed_due = string.match(redis.call('HGET', lease, id) or '', '|(%d+)$') or ARGV[1]
   redis.call('ZREM', running, id)
@@ -152,6 +177,7 @@ for _, id in ipairs(expired) do
       redis.call('HSET', meta, 'e:' .. id, why)
     else
       lane_add(order, lane, due, {{id, claimed_due}})
+      group_add(gk, due, {{id, claimed_due}})
       redis.call('ZADD', due, claimed_due, id)
     end
     if log then
@@ -179,7 +205,11 @@ if gated then
   allowed = gate_allowance(state, now, limit, interval, burst, max_running)
 end
 local ids, dues = {}, {}
-if allowed > 0 and redis.call('EXISTS', order) == 1 then
+local picked_groups
+if allowed > 0 and grouped and redis.call('EXISTS', gk.groups) == 1 then
+  picked_groups = group_claim(gk, due, running, now, horizon, allowed, limits)
+  ids, dues = picked_groups.ids, picked_groups.dues
+elseif allowed > 0 and redis.call('EXISTS', order) == 1 then
   ids, dues = lane_pick(order, due, horizon, allowed)
 elseif allowed > 0 then
   local picked = redis.call('ZRANGEBYSCORE', due, '-inf', string.format('%d', horizon),
@@ -202,10 +232,14 @@ if #ids > 0 then
     stalls = redis.call('HMGET', meta, unpack(fields))
   end
   bulk('ZREM', due, ids)
-  local good = {}
+  local good, started_ids, started_groups = {}, {}, {}
   for i, id in ipairs(ids) do
     if records[i] then
       good[#good + 1] = i
+      if picked_groups and limits.most > 0 then
+        started_ids[#started_ids + 1] = id
+        started_groups[#started_groups + 1] = picked_groups.groups[i]
+      end
     else
       redis.call('ZADD', dead, ARGV[1], id)
       redis.call('HSET', meta, 'e:' .. id, 'no record for this id: moved aside')
@@ -229,6 +263,7 @@ if #ids > 0 then
     end
     bulk('ZADD', running, zadd)
     bulk('HSET', lease, hset)
+    group_started(gk, started_ids, started_groups)
     started = #good
   end
 end
@@ -263,6 +298,20 @@ if held_back then
   out[1] = next_lease or ''
   local opens = gate_opens(state, now, interval, burst)
   out[3] = opens and string.format('%d', opens) or ''
+elseif picked_groups and not picked_groups.unheld
+    and (picked_groups.full or picked_groups.opens) then
+  -- Due work is left only in groups held by their limits: look again when a lease ends
+  -- (or a settle wakes the workers), a group's rate opens, or a later task comes due.
+  local at = redis.call('ZRANGEBYSCORE', gk.ready, string.format('(%d', horizon), '+inf',
+                        'WITHSCORES', 'LIMIT', 0, 1)[2]
+  if next_lease and (not at or tonumber(next_lease) < tonumber(at)) then
+    at = next_lease
+  end
+  out[1] = at or ''
+  out[3] = picked_groups.opens and string.format('%d', picked_groups.opens) or ''
+  if picked_groups.full then
+    redis.call('HSET', gate, 'wait', '1')
+  end
 elseif next_due and next_lease then
   out[1] = tonumber(next_due) <= tonumber(next_lease) and next_due or next_lease
 else

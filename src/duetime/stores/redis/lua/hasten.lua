@@ -6,7 +6,8 @@
 -- the same result.
 --
 -- KEYS[1] due (ZSET id -> due ms), KEYS[2] lease (HASH id -> "<token>|<due ms>"),
--- KEYS[3] order, KEYS[4] lane (the priorities, see _lanes.lua: the task keeps its own)
+-- KEYS[3] order, KEYS[4] lane (the priorities, see _lanes.lua: the task keeps its own),
+-- KEYS[5] group, KEYS[6] groups, KEYS[7] ready (see _groups.lua: it keeps its group)
 -- ARGV[1] id, ARGV[2] due ms, ARGV[3] wake channel, ARGV[4] task type (the first word of a
 -- wake message)
 --
@@ -14,7 +15,8 @@
 -- not wait (running, dead or missing).
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
 
-local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'zset', KEYS[4], 'hash'})
+local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'zset', KEYS[4], 'hash',
+                        KEYS[5], 'hash', KEYS[6], 'zset', KEYS[7], 'zset'})
 if bad then
   return {-1, bad}
 end
@@ -31,6 +33,7 @@ if tonumber(current) <= due then
 end
 local head = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 lane_add(KEYS[3], KEYS[4], KEYS[1], {{id, ARGV[2]}})
+group_add({group = KEYS[5], groups = KEYS[6], ready = KEYS[7]}, KEYS[1], {{id, ARGV[2]}})
 redis.call('ZADD', KEYS[1], due, id)
 wake_if_earlier(ARGV[3], ARGV[4], ARGV[2], head[2])
 return {1}

@@ -8,7 +8,8 @@
 -- the same result: the second time every entry is live.
 --
 -- KEYS[1] due, KEYS[2] data, KEYS[3] dead, KEYS[4] meta, KEYS[5] order, KEYS[6] lane (the
--- priorities, see _lanes.lua: an entry has priority 0, and is in order while it exists)
+-- priorities, see _lanes.lua: an entry has priority 0, and is in order while it exists),
+-- KEYS[7] group, KEYS[8] groups, KEYS[9] ready (see _groups.lua: an entry has no group)
 -- ARGV[1] wake channel, ARGV[2] task type, ARGV[3] now ms, ARGV[4] "1" to keep a live
 -- entry's expiry, else "0"
 -- ARGV[5..] triples: id, due ms (integer string), record; ids are distinct
@@ -18,8 +19,9 @@
 
 local due, data, dead, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local order, lane = KEYS[5], KEYS[6]
+local gk = {group = KEYS[7], groups = KEYS[8], ready = KEYS[9]}
 local bad = wrong_type({due, 'zset', data, 'hash', dead, 'zset', meta, 'hash', order, 'zset',
-                        lane, 'hash'})
+                        lane, 'hash', gk.group, 'hash', gk.groups, 'zset', gk.ready, 'zset'})
 if bad then
   return {-1, bad}
 end
@@ -46,6 +48,7 @@ for i = 5, #ARGV, 3 do
     if current then  -- expired, not claimed yet: its expiry is still handled
       local aside = id .. '@' .. string.format('%d', tonumber(current))
       lane_add(order, lane, due, {{aside, current, 0}})
+      group_add(gk, due, {{aside, current, ''}})
       redis.call('ZADD', due, current, aside)
       redis.call('HSET', data, aside, redis.call('HGET', data, id) or record)
       if not earliest or tonumber(current) < tonumber(earliest) then
@@ -56,6 +59,9 @@ for i = 5, #ARGV, 3 do
     redis.call('HDEL', meta, 's:' .. id, 'e:' .. id)
   end
   lane_add(order, lane, due, {{id, at, 0}})
+  if group_add(gk, due, {{id, at, ''}}) then
+    redis.call('HDEL', gk.group, id)
+  end
   redis.call('ZADD', due, at, id)
   redis.call('HSET', data, id, record)
   if not earliest or tonumber(at) < tonumber(earliest) then

@@ -3,7 +3,8 @@
 -- gives the same result (the second call finds nothing dead).
 --
 -- KEYS[1] dead, KEYS[2] due, KEYS[3] data, KEYS[4] meta, KEYS[5] order, KEYS[6] lane (the
--- priorities, see _lanes.lua: the task keeps its own)
+-- priorities, see _lanes.lua: the task keeps its own), KEYS[7] group, KEYS[8] groups,
+-- KEYS[9] ready (see _groups.lua: the task keeps its group)
 -- ARGV[1] id, ARGV[2] due ms, ARGV[3] wake channel, ARGV[4] task type,
 -- ARGV[5] the new record, or '' to keep the one stored
 --
@@ -13,7 +14,8 @@
 -- is written.
 
 local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'zset', KEYS[3], 'hash', KEYS[4], 'hash',
-                        KEYS[5], 'zset', KEYS[6], 'hash'})
+                        KEYS[5], 'zset', KEYS[6], 'hash', KEYS[7], 'hash', KEYS[8], 'zset',
+                        KEYS[9], 'zset'})
 if bad then
   return {-1, bad}
 end
@@ -34,6 +36,7 @@ if ARGV[5] ~= '' then
 end
 redis.call('HDEL', KEYS[4], unpack(meta_fields({id})))
 lane_add(KEYS[5], KEYS[6], KEYS[2], {{id, ARGV[2]}})
+group_add({group = KEYS[7], groups = KEYS[8], ready = KEYS[9]}, KEYS[2], {{id, ARGV[2]}})
 redis.call('ZADD', KEYS[2], ARGV[2], id)
 wake_if_earlier(ARGV[3], ARGV[4], ARGV[2], head)
 return {1}

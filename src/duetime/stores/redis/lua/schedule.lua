@@ -27,13 +27,17 @@
 -- KEYS[5] fence  STRING  the type's fence (read only when ARGV[4] is a token)
 -- KEYS[6] order  ZSET  the due tasks by priority (see _lanes.lua)
 -- KEYS[7] lane   HASH  id -> priority, for tasks of a priority other than 0
--- KEYS[8] call   STRING  this call's marker (optional: without it, no marker)
+-- KEYS[8] group  HASH  id -> group, KEYS[9] groups ZSET, KEYS[10] ready ZSET: the groups
+--                (see _groups.lua)
+-- KEYS[11] call  STRING  this call's marker (optional: without it, no marker)
 -- ARGV[1] wake channel
 -- ARGV[2] task type (the first word of a wake message)
 -- ARGV[3] "1" to write only ids that do not exist yet (due, running or dead), else "0"
 -- ARGV[4] the token the write is made under, or '' for a write under none
 -- ARGV[5] the tasks' priorities, one a triple separated by spaces, or '' when all are 0
--- ARGV[6..] triples: id, due ms (integer string), record; ids are distinct
+-- ARGV[6] the tasks' groups, one a triple, each followed by a newline ('' for none), or
+--         '' when none has a group
+-- ARGV[7..] triples: id, due ms (integer string), record; ids are distinct
 --
 -- With only_new, an id that exists with the very record given is this task, written by an
 -- earlier send of the call: it counts as done, not as taken.
@@ -45,7 +49,7 @@
 -- not a number; {-3, message} the server refused the first write (out of memory);
 -- {-4, task type, token, fence} the fence is above the token. Nothing is written.
 
-if #ARGV < 8 or (#ARGV - 5) % 3 ~= 0 then
+if #ARGV < 9 or (#ARGV - 6) % 3 ~= 0 then
   return {-2, 'expected id, due, record triples'}
 end
 local priorities = {}
@@ -56,11 +60,21 @@ for p in string.gmatch(ARGV[5], '%S+') do
   end
   priorities[#priorities + 1] = n
 end
-if #priorities > 0 and #priorities ~= (#ARGV - 5) / 3 then
+if #priorities > 0 and #priorities ~= (#ARGV - 6) / 3 then
   return {-2, 'expected a priority a triple'}
 end
-if wrong_type({KEYS[6], 'zset', KEYS[7], 'hash'}) then
-  return {-1, wrong_type({KEYS[6], 'zset', KEYS[7], 'hash'})}
+local groups = {}
+for g in string.gmatch(ARGV[6], '([^\n]*)\n') do
+  groups[#groups + 1] = g
+end
+if ARGV[6] ~= '' and #groups ~= (#ARGV - 6) / 3 then
+  return {-2, 'expected a group a triple'}
+end
+local gk = {group = KEYS[8], groups = KEYS[9], ready = KEYS[10]}
+local wrong = wrong_type({KEYS[6], 'zset', KEYS[7], 'hash', gk.group, 'hash',
+                          gk.groups, 'zset', gk.ready, 'zset'})
+if wrong then
+  return {-1, wrong}
 end
 local token = ARGV[4]
 if token ~= '' then
@@ -75,7 +89,7 @@ if token ~= '' then
     return {-2, 'the fence ' .. KEYS[5] .. ' holds something other than a number'}
   end
   if tonumber(fence) > tonumber(token)
-      and not (KEYS[8] and redis.call('EXISTS', KEYS[8]) == 1) then
+      and not (KEYS[11] and redis.call('EXISTS', KEYS[11]) == 1) then
     return {-4, ARGV[2], token, fence}
   end
 end
@@ -83,7 +97,7 @@ local only_new = ARGV[3] == '1'
 local existing = {}
 if only_new then
   local ids = {}
-  for i = 6, #ARGV, 3 do
+  for i = 7, #ARGV, 3 do
     ids[#ids + 1] = ARGV[i]
   end
   local found = redis.pcall('HMGET', KEYS[2], unpack(ids))
@@ -94,9 +108,9 @@ if only_new then
     existing[id] = found[k]
   end
 end
-local zadd, hset, ids, taken, lanes = {}, {}, {}, {}, {}
+local zadd, hset, ids, taken, lanes, grouped = {}, {}, {}, {}, {}, {}
 local earliest
-for i = 6, #ARGV, 3 do
+for i = 7, #ARGV, 3 do
   local id, due, record = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local d = tonumber(due)
   if not d or id == '' or record == '' then
@@ -116,7 +130,8 @@ for i = 6, #ARGV, 3 do
     hset[#hset + 1] = id
     hset[#hset + 1] = record
     ids[#ids + 1] = id
-    lanes[#lanes + 1] = {id, due, priorities[(i - 3) / 3] or 0}
+    lanes[#lanes + 1] = {id, due, priorities[(i - 4) / 3] or 0}
+    grouped[#grouped + 1] = {id, due, groups[(i - 4) / 3] or ''}
   end
 end
 if #ids == 0 then
@@ -124,18 +139,18 @@ if #ids == 0 then
 end
 
 local MARK_WITHIN_MS, MARK_FOR_MS = 60000, 60000
-local clock = KEYS[8] and redis.call('TIME')
+local clock = KEYS[11] and redis.call('TIME')
 if clock and tonumber(earliest) <= tonumber(clock[1]) * 1000 + MARK_WITHIN_MS then
   local answer = #taken > 0 and cjson.encode(taken) or '1'
-  local marked = redis.pcall('SET', KEYS[8], answer, 'NX', 'PX', MARK_FOR_MS)
+  local marked = redis.pcall('SET', KEYS[11], answer, 'NX', 'PX', MARK_FOR_MS)
   if failed(marked) then
     if string.find(marked.err, 'WRONGTYPE', 1, true) then
-      return {-1, KEYS[8]}
+      return {-1, KEYS[11]}
     end
     return {-3, marked.err}
   end
   if not marked then  -- resent after its reply was lost: done already
-    local first = redis.call('GET', KEYS[8])
+    local first = redis.call('GET', KEYS[11])
     if first and first ~= '1' then
       return {0, unpack(cjson.decode(first))}
     end
@@ -173,6 +188,7 @@ lane_add(KEYS[6], KEYS[7], KEYS[1], lanes)
 if #priorities > 0 or redis.call('EXISTS', KEYS[7]) == 1 then
   lane_keep(KEYS[7], lanes)
 end
+group_keep(gk, grouped, group_add(gk, KEYS[1], grouped))
 bulk('ZADD', KEYS[1], zadd)
 if dead then
   local revived = {}

@@ -3,7 +3,8 @@
 -- for it write nothing. Running it twice gives the same result.
 --
 -- KEYS[1] the event's key (STRING), KEYS[2] due, KEYS[3] data, KEYS[4] dead, KEYS[5] meta,
--- KEYS[6] order, KEYS[7] lane (the priorities, see _lanes.lua: the task has priority 0)
+-- KEYS[6] order, KEYS[7] lane (the priorities, see _lanes.lua: the task has priority 0),
+-- KEYS[8] group, KEYS[9] groups, KEYS[10] ready (see _groups.lua: the task has no group)
 -- ARGV[1] how long the event is remembered (ms), ARGV[2] wake channel, ARGV[3] task type,
 -- ARGV[4] id, ARGV[5] due ms, ARGV[6] record
 --
@@ -12,7 +13,8 @@
 
 local event, due, data, dead, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local bad = wrong_type({event, 'string', due, 'zset', data, 'hash', dead, 'zset', meta, 'hash',
-                        KEYS[6], 'zset', KEYS[7], 'hash'})
+                        KEYS[6], 'zset', KEYS[7], 'hash', KEYS[8], 'hash', KEYS[9], 'zset',
+                        KEYS[10], 'zset'})
 if bad then
   return {-1, bad}
 end
@@ -26,6 +28,9 @@ end
 local id = ARGV[4]
 local head = head_score(due)
 lane_add(KEYS[6], KEYS[7], due, {{id, ARGV[5], 0}})
+if group_add({group = KEYS[8], groups = KEYS[9], ready = KEYS[10]}, due, {{id, ARGV[5], ''}}) then
+  redis.call('HDEL', KEYS[8], id)
+end
 redis.call('ZADD', due, ARGV[5], id)
 redis.call('HSET', data, id, ARGV[6])
 redis.call('ZREM', dead, id)

@@ -14,7 +14,8 @@
 --   otherwise the task is written as schedule.lua writes it: a new occurrence (it leaves
 --     the dead letters, its stalls and error are cleared) of the priority given; a run in
 --     progress keeps its lease, and its outcome will not overwrite the new occurrence.
--- A merge into a task that waits leaves its priority as it is (see _lanes.lua).
+-- A merge into a task that waits leaves its priority and its group as they are (see
+-- _lanes.lua, _groups.lua).
 --
 -- Resending it is safe: a call that wrote something keeps its reply for a short while
 -- under its own key, and a call with that key again returns it (a task written by the
@@ -27,13 +28,15 @@
 -- KEYS[5] lease  HASH  id -> "<token>|<due ms>" while running
 -- KEYS[6] this call's key (STRING: its reply, for a resent call)
 -- KEYS[7] order  ZSET  the due tasks by priority, KEYS[8] lane HASH id -> priority
--- KEYS[8 + i] the i-th task's finished key (STRING: when a run of it finished, ms)
+-- KEYS[9] group  HASH  id -> group, KEYS[10] groups ZSET, KEYS[11] ready ZSET (see
+--   _groups.lua)
+-- KEYS[11 + i] the i-th task's finished key (STRING: when a run of it finished, ms)
 -- ARGV[1] wake channel, ARGV[2] task type (the first word of a wake message)
 -- ARGV[3] now ms, ARGV[4] how long to keep the reply for a resent call (ms)
--- ARGV[5..] per task eight values: id, due ms, record, mode ('replace', 'keep' or
+-- ARGV[5..] per task nine values: id, due ms, record, mode ('replace', 'keep' or
 --   'merge'), unique ms ('0' for none), expected (merge: '' when the caller found nothing
 --   pending, else 'w' (waits) or 'r' (only runs) followed by the pending record), keep_due
---   ('1' or '0'), priority (-100 to 100); ids are distinct
+--   ('1' or '0'), priority (-100 to 100), group ('' for none); ids are distinct
 --
 -- Returns three values per task, in order: verdict, then
 --   1 written  due ms (string), ''
@@ -45,8 +48,10 @@
 
 local due, data, dead, meta, lease, call = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local order, lane = KEYS[7], KEYS[8]
+local gk = {group = KEYS[9], groups = KEYS[10], ready = KEYS[11]}
 local bad = wrong_type({due, 'zset', data, 'hash', dead, 'zset', meta, 'hash', lease, 'hash',
-                        call, 'string', order, 'zset', lane, 'hash'})
+                        call, 'string', order, 'zset', lane, 'hash', gk.group, 'hash',
+                        gk.groups, 'zset', gk.ready, 'zset'})
 if bad then
   return {-1, bad}
 end
@@ -55,12 +60,12 @@ if replay then
   return cjson.decode(replay)  -- this call was sent before and its reply lost
 end
 local now, remember = tonumber(ARGV[3]), tonumber(ARGV[4])
-local PER_TASK = 8
+local PER_TASK = 9
 if not now or not remember or #ARGV < 4 + PER_TASK or (#ARGV - 4) % PER_TASK ~= 0 then
-  return {-2, 'expected now, the replay time and eight values per task'}
+  return {-2, 'expected now, the replay time and nine values per task'}
 end
 local count = (#ARGV - 4) / PER_TASK
-if #KEYS ~= 8 + count then
+if #KEYS ~= 11 + count then
   return {-2, 'expected one finished key per task'}
 end
 local MODES = {replace = true, keep = true, merge = true}
@@ -70,8 +75,8 @@ for k = 1, count do
   local a = 5 + (k - 1) * PER_TASK
   local item = {id = ARGV[a], due = ARGV[a + 1], record = ARGV[a + 2], mode = ARGV[a + 3],
                 unique = tonumber(ARGV[a + 4]), expected = ARGV[a + 5],
-                keep_due = ARGV[a + 6] == '1', finished = KEYS[8 + k],
-                priority = tonumber(ARGV[a + 7])}
+                keep_due = ARGV[a + 6] == '1', finished = KEYS[11 + k],
+                priority = tonumber(ARGV[a + 7]), group = ARGV[a + 8]}
   if item.id == '' or item.record == '' or not tonumber(item.due) or not MODES[item.mode]
       or not item.unique or item.unique < 0 or not item.priority
       or item.priority < -100 or item.priority > 100 then
@@ -85,6 +90,7 @@ end
 
 -- Judge every task before any write (ids are distinct: no write changes another's verdict).
 local reply, hset, zadd, fresh, lanes, kept_lanes = {}, {}, {}, {}, {}, {}
+local grouped, kept_groups = {}, {}
 local earliest
 for k, item in ipairs(items) do
   local id = item.id
@@ -119,6 +125,7 @@ for k, item in ipairs(items) do
     zadd[#zadd + 1] = a
     zadd[#zadd + 1] = id
     lanes[#lanes + 1] = {id, a}  -- its own priority
+    grouped[#grouped + 1] = {id, a}  -- its own group
   else  -- a new occurrence
     hset[#hset + 1] = id
     hset[#hset + 1] = item.record
@@ -127,6 +134,8 @@ for k, item in ipairs(items) do
     fresh[#fresh + 1] = id
     lanes[#lanes + 1] = {id, item.due, item.priority}
     kept_lanes[#kept_lanes + 1] = lanes[#lanes]
+    grouped[#grouped + 1] = {id, item.due, item.group}
+    kept_groups[#kept_groups + 1] = grouped[#grouped]
   end
   if verdict == 1 and (not earliest or tonumber(a) < tonumber(earliest)) then
     earliest = a
@@ -149,6 +158,7 @@ end
 bulk('HSET', data, hset, BULK_SLICE + 1)
 lane_keep(lane, kept_lanes)
 lane_add(order, lane, due, lanes)
+group_keep(gk, kept_groups, group_add(gk, due, grouped))
 bulk('ZADD', due, zadd)
 if #fresh > 0 and redis.call('EXISTS', dead, meta) > 0 then
   bulk('ZREM', dead, fresh)

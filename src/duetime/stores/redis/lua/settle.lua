@@ -53,8 +53,11 @@
 -- KEYS[1] due, KEYS[2] running, KEYS[3] data, KEYS[4] lease, KEYS[5] meta, KEYS[6] dead,
 -- KEYS[7] this call's key, KEYS[8] gate (HASH: the type's gates, see _gate.lua),
 -- KEYS[9] order and KEYS[10] lane (the priorities, see _lanes.lua: a task back to due
--- keeps its priority; a task that ends loses it), KEYS[11..] the finished keys that
--- finish ops name, and the run history and its tally that a log op names
+-- keeps its priority; a task that ends loses it), KEYS[11] group, KEYS[12] groups and
+-- KEYS[13] ready (see _groups.lua: a task back to due keeps its group, a task that ends
+-- loses it, a spawned task has none; a run that ends leaves its group's runs), KEYS[14..] the
+-- finished keys that finish ops name, and the run history and its tally that a log op
+-- names
 -- ARGV[1] now ms, ARGV[2] wake channel, ARGV[3] task type, ARGV[4] how long to keep the
 -- reply for a resent call (ms), ARGV[5..] ops as above
 --
@@ -65,9 +68,11 @@
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local meta, dead, call, gate = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local order, lane = KEYS[9], KEYS[10]
+local gk = {group = KEYS[11], groups = KEYS[12], ready = KEYS[13]}
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
                         meta, 'hash', dead, 'zset', call, 'string', gate, 'hash',
-                        order, 'zset', lane, 'hash'})
+                        order, 'zset', lane, 'hash', gk.group, 'hash', gk.groups, 'zset',
+                        gk.ready, 'zset'})
 if bad then
   return {-1, bad}
 end
@@ -113,7 +118,7 @@ while i <= #ARGV do
     end
   elseif op == 'log' then
     runs, tally = KEYS[tonumber(ARGV[i + 1]) or 0], KEYS[tonumber(ARGV[i + 2]) or 0]
-    if not (runs and tally) or tonumber(ARGV[i + 1]) < 11 or tonumber(ARGV[i + 2]) < 11 then
+    if not (runs and tally) or tonumber(ARGV[i + 1]) < 14 or tonumber(ARGV[i + 2]) < 14 then
       return {-2, 'log needs the run history and its tally'}
     end
     local wrong = wrong_type({runs, 'stream', tally, 'string'})
@@ -146,7 +151,7 @@ while i <= #ARGV do
     items[#items][op] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]}
   elseif op == 'finish' then
     local key, window = KEYS[tonumber(ARGV[i + 1]) or 0], tonumber(ARGV[i + 2])
-    if #items == 0 or not key or tonumber(ARGV[i + 1]) < 11 or not window or window <= 0 then
+    if #items == 0 or not key or tonumber(ARGV[i + 1]) < 14 or not window or window <= 0 then
       return {-2, 'finish must follow an outcome, with a key and a window'}
     end
     items[#items].finish = {key, ARGV[i + 2]}
@@ -204,6 +209,10 @@ bulk('HDEL', data, dropped)
 if #dropped > 0 and redis.call('EXISTS', lane) == 1 then
   bulk('HDEL', lane, dropped)
 end
+if #ended > 0 and redis.call('EXISTS', gk.group) == 1 then
+  group_ended(gk, ended)
+  bulk('HDEL', gk.group, dropped)
+end
 
 local earliest
 for k, item in ipairs(items) do
@@ -220,6 +229,9 @@ for k, item in ipairs(items) do
     if item.spawn then
       local spawn_id, spawn_due = item.spawn[1], item.spawn[2]
       lane_add(order, lane, due, {{spawn_id, spawn_due, 0}})
+      if group_add(gk, due, {{spawn_id, spawn_due, ''}}) then
+        redis.call('HDEL', gk.group, spawn_id)
+      end
       redis.call('ZADD', due, spawn_due, spawn_id)
       redis.call('HSET', data, spawn_id, item.spawn[3])
       -- as schedule does: a new occurrence, whatever the id held before
@@ -236,6 +248,7 @@ for k, item in ipairs(items) do
         redis.call('HSET', meta, 'e:' .. id, item.err)
       else
         lane_add(order, lane, due, {{id, item.due}})
+        group_add(gk, due, {{id, item.due}})
         redis.call('ZADD', due, item.due, id)
         if op ~= 'release' then
           redis.call('HSET', data, id, item.record)
