@@ -128,13 +128,17 @@ def level(raw: object) -> int:
 
 def stored_row(row: Sequence[object]) -> StoredTask | None:
     """A stored task from a SQL store's row of ``get`` (``id, due, token, claimed due,
-    lease deadline, dead, record, stalls, error, priority``): due if due (even while a run
-    holds a lease), else running, else dead; None when it is none of them."""
-    task_id, due, token, claimed_due, deadline, dead, record, stalls, error, prio = row
+    lease deadline, dead, record, stalls, error, priority``, then its group if the store
+    reads it): due if due (even while a run holds a lease), else running, else dead; None
+    when it is none of them."""
+    task_id, due, token, claimed_due, deadline, dead, record, stalls, error, prio = row[:10]
+    group = row[10] if len(row) > 10 else None
     if due is not None:
-        return stored_task(task_id, "due", due, due, record, stalls, error, prio)
+        return stored_task(task_id, "due", due, due, record, stalls, error, prio, group)
     if token is not None:
-        return stored_task(task_id, "running", deadline, claimed_due, record, stalls, error, prio)
+        return stored_task(
+            task_id, "running", deadline, claimed_due, record, stalls, error, prio, group
+        )
     if dead is not None:
-        return stored_task(task_id, "dead", dead, dead, record, stalls, error, prio)
+        return stored_task(task_id, "dead", dead, dead, record, stalls, error, prio, group)
     return None

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from duetime.stores import wire
 from duetime.stores.base import Outcome
 from duetime.stores.conditional import Answer, Condition, Pending
-from duetime.stores.sqlite import lanes
+from duetime.stores.sqlite import groups, lanes
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
 
@@ -53,10 +53,15 @@ def _one(conn: sqlite3.Connection, qid: int, c: Condition, now_ms: int) -> Answe
     if c.mode == "merge" and pending == "waits":
         due = wire.ms(row[1]) if c.keep_due else task.due_ms
         conn.execute(Q.merge_into, (task.record, due, row[0]))
+        groups.touch_id(conn, qid, task.id)
         return Answer("written", due)
     # a new occurrence
     priority = lanes.stored(task.priority, lanes.prepare(conn, qid, (task,)))
-    conn.execute(Q.schedule, (qid, task.id, task.due_ms, task.record, priority))
+    grouped = groups.prepare(conn, qid, (task,))
+    group = groups.stored(task.group, grouped)
+    conn.execute(Q.schedule, (qid, task.id, task.due_ms, task.record, priority, group))
+    if grouped:
+        groups.touch(conn, qid, (task,))
     return Answer("written", task.due_ms)
 
 

@@ -13,7 +13,7 @@ from duetime.stores import wire
 from duetime.stores.base import Claim, ClaimBatch, Outcome, new_claim
 from duetime.stores.gating import Gate, allowance, next_look
 from duetime.stores.runs import RunLog
-from duetime.stores.sqlite import gates, lanes
+from duetime.stores.sqlite import gates, groups, lanes
 from duetime.stores.sqlite.conditional import remember_finished
 from duetime.stores.sqlite.history import record_crashed, record_runs
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
@@ -71,28 +71,39 @@ def claim(
     vacant = [(rid,) for rid, is_vacant in reaped if is_vacant]
     if vacant:
         conn.executemany(Q.vacate, vacant)
+    if len(vacant) < len(reaped):  # some are due again: their groups' turns
+        groups.touch_rows(conn, qid, [rid for rid, is_vacant in reaped if not is_vacant])
 
     before = gates.read(conn, qid, gate)
     allowed = allowance(gate, before, now_ms, limit)
     horizon = now_ms + lookahead_ms
-    picked, claims = _lease(conn, qid, now_ms, horizon, allowed, lease_ms) if allowed else (0, [])
+    visit = None
+    if gate is not None and gate.grouped and groups.is_grouped(conn, qid):
+        visit = groups.pick(conn, qid, gate, now_ms, horizon, allowed)
+        rows = visit.rows
+    else:
+        rows = lanes.pick(conn, qid, horizon, allowed) if allowed else []
+    claims = _lease(conn, qid, now_ms, rows, lease_ms)
+    if visit is not None:
+        groups.visited(conn, qid, visit, now_ms)
     after = gates.took(conn, qid, gate, before, now_ms, len(claims))
 
     row = conn.execute(Q.next_ms, {"qid": qid}).fetchone()
     due, deadline = wire.readable(row[0]), wire.readable(row[1])
-    held_back = picked < limit and due is not None and due <= horizon
+    held_back = len(rows) < limit and due is not None and due <= horizon
     next_ms, open_ms = next_look(
         gate, after, now_ms, held_back=held_back, due_ms=due, lease_ms=deadline
     )
+    if visit is not None and held_back and not visit.again and allowance(gate, after, now_ms, 1):
+        # The type's gates are open: the groups' limits hold what is due.
+        next_ms, open_ms = groups.held(conn, qid, visit, deadline)
     return ClaimBatch(claims, next_ms, len(reaped), open_ms)
 
 
 def _lease(
-    conn: sqlite3.Connection, qid: int, now_ms: int, horizon: int, limit: int, lease_ms: int
-) -> tuple[int, list[Claim]]:
-    """Lease up to ``limit`` tasks due by ``horizon``, earliest first, moving aside those
-    that cannot run; (how many were picked, the claims)."""
-    picked = lanes.pick(conn, qid, horizon, limit)
+    conn: sqlite3.Connection, qid: int, now_ms: int, picked: list[Any], lease_ms: int
+) -> list[Claim]:
+    """Lease the ``picked`` due rows, moving aside those that cannot run; the claims."""
     good, aside = [], []
     for row in picked:
         problem = _unrunnable(row[1], row[3])
@@ -103,7 +114,7 @@ def _lease(
     if aside:
         conn.executemany(Q.move_aside, aside)
     if not good:
-        return len(picked), []
+        return []
     (last,) = conn.execute(Q.take_tokens, (len(good), qid)).fetchone()
     first = int(last) - len(good) + 1
     deadline = now_ms + lease_ms
@@ -112,7 +123,7 @@ def _lease(
         new_claim(task_id, first + k, wire.count(stalls), wire.ms(due), wire.text(record))
         for k, (_, task_id, due, record, stalls) in enumerate(good)
     ]
-    return len(picked), claims
+    return claims
 
 
 @dataclass(slots=True)
@@ -201,6 +212,8 @@ def _settle(
     )
     made_due = [due for j in slow for due in _follow_up(conn, qid, j, now_ms)]
     conn.executemany(Q.vacate, [(j.rid,) for j in slow])
+    if made_due:  # due again (a retry, the next occurrence, a release): their groups' turns
+        groups.touch_rows(conn, qid, [j.rid for j in slow])
     return kept, wakes + wake_if_earlier(conn, qid, task_type, min(made_due, default=None), head)
 
 
@@ -292,7 +305,12 @@ def _follow_up(conn: sqlite3.Connection, qid: int, j: _Judged, now_ms: int) -> l
     if o.spawn is not None:  # a new occurrence, written as schedule writes one
         spawn = o.spawn
         priority = lanes.stored(spawn.priority, lanes.prepare(conn, qid, (spawn,)))
-        conn.execute(Q.schedule, (qid, spawn.id, spawn.due_ms, wire.param(spawn.record), priority))
+        grouped = groups.prepare(conn, qid, (spawn,))
+        group = groups.stored(spawn.group, grouped)
+        record = wire.param(spawn.record)
+        conn.execute(Q.schedule, (qid, spawn.id, spawn.due_ms, record, priority, group))
+        if grouped:
+            groups.touch(conn, qid, (spawn,))
         made_due.append(o.spawn.due_ms)
     if j.moved or o.op == "done":
         return made_due

@@ -18,7 +18,7 @@ from duetime.stores.base import (
     State,
     StoredTask,
 )
-from duetime.stores.sqlite import lanes
+from duetime.stores.sqlite import groups, lanes
 from duetime.stores.sqlite.queries import Q, repeat_row
 
 # Each function takes the connection first and runs on the store's own thread, inside the
@@ -31,10 +31,10 @@ Wake = tuple[str, int, int]
 _LISTS = {"due": Q.list_due, "running": Q.list_running, "dead": Q.list_dead}
 #: Tasks written by one statement of a big batch: the sqlite3 module spends about as long
 #: per executemany() row as SQLite spends inserting it, so one statement with many rows
-#: writes a batch much faster (docs/performance.md). 5 parameters a task stays far under
+#: writes a batch much faster (docs/performance.md). 6 parameters a task stays far under
 #: SQLite's limit of 32,766.
 SCHEDULE_ROWS = 256
-_SCHEDULE_MANY = repeat_row(Q.schedule, "(?, ?, ?, ?, ?)", SCHEDULE_ROWS)
+_SCHEDULE_MANY = repeat_row(Q.schedule, "(?, ?, ?, ?, ?, ?)", SCHEDULE_ROWS)
 #: One task of ``only_new``: schedule.sql, where the id holds no task yet. A row without a
 #: record (cancelled while it runs, or a dead letter moved aside) does not count as one,
 #: and is written over as schedule.sql would. Row count: 1 when written, 0 when held.
@@ -107,11 +107,12 @@ def schedule(
             raise LeaseLost(task_type, fence, f"the type's fence is at {held}")
     head = head_due(conn, qid)
     laned = lanes.prepare(conn, qid, tasks)
+    grouped = groups.prepare(conn, qid, tasks)
     taken: list[str] = []
     if only_new:
         written = []
         for t in tasks:
-            if conn.execute(_SCHEDULE_NEW, _values(qid, (t,), laned)).rowcount:
+            if conn.execute(_SCHEDULE_NEW, _values(qid, (t,), laned, grouped)).rowcount:
                 written.append(t.due_ms)
             else:  # the id is held: by this very task (sent before) or by another
                 held = get(conn, queues, task_type, t.id)
@@ -122,9 +123,13 @@ def schedule(
         full = len(tasks) - len(tasks) % SCHEDULE_ROWS
         if full:
             chunks = (tasks[k : k + SCHEDULE_ROWS] for k in range(0, full, SCHEDULE_ROWS))
-            conn.executemany(_SCHEDULE_MANY, (_values(qid, chunk, laned) for chunk in chunks))
-        conn.executemany(Q.schedule, [_values(qid, (t,), laned) for t in tasks[full:]])
+            conn.executemany(
+                _SCHEDULE_MANY, (_values(qid, chunk, laned, grouped) for chunk in chunks)
+            )
+        conn.executemany(Q.schedule, [_values(qid, (t,), laned, grouped) for t in tasks[full:]])
         earliest = min(t.due_ms for t in tasks)
+    if grouped:  # (with only_new, the ids left alone too: a turn a claim sets right)
+        groups.touch(conn, qid, tasks)
     return wake_if_earlier(conn, qid, task_type, earliest, head), taken
 
 
@@ -134,10 +139,24 @@ def raise_fence(conn: sqlite3.Connection, queues: Queues, task_type: str, token:
     return bool(conn.execute(Q.raise_fence, (token, qid, token)).rowcount)
 
 
-def _values(qid: int, tasks: Sequence[NewTask], laned: bool) -> tuple[Any, ...]:
-    if not laned:  # every priority is 0: stored as NULL (see lanes.py)
-        return tuple(chain.from_iterable((qid, t.id, t.due_ms, t.record, None) for t in tasks))
-    return tuple(chain.from_iterable((qid, t.id, t.due_ms, t.record, t.priority) for t in tasks))
+def _values(qid: int, tasks: Sequence[NewTask], laned: bool, grouped: bool) -> tuple[Any, ...]:
+    if not laned and not grouped:  # priority 0 and no group: stored as NULL (lanes.py, groups.py)
+        return tuple(
+            chain.from_iterable((qid, t.id, t.due_ms, t.record, None, None) for t in tasks)
+        )
+    return tuple(
+        chain.from_iterable(
+            (
+                qid,
+                t.id,
+                t.due_ms,
+                t.record,
+                lanes.stored(t.priority, laned),
+                t.group if grouped else None,
+            )
+            for t in tasks
+        )
+    )
 
 
 def put_entry(
@@ -152,6 +171,8 @@ def put_entry(
     qid = queues.find_or_add(conn, task_type)
     head = head_due(conn, qid)
     zero = lanes.stored(0, lanes.has_lanes(conn, qid))  # an entry has priority 0
+    grouped = groups.is_grouped(conn, qid)
+    none = groups.stored("", grouped)  # and no group
     dues, made_due = [], []
     for entry in entries:
         row = conn.execute(Q.get, (qid, entry.id)).fetchone()
@@ -161,12 +182,14 @@ def put_entry(
             if keep_ttl:
                 due = current
         elif current is not None:  # expired, not claimed yet: its expiry is still handled
-            aside = (qid, f"{entry.id}@{current}", current, row[6] or entry.record, zero)
+            aside = (qid, f"{entry.id}@{current}", current, row[6] or entry.record, zero, none)
             conn.execute(Q.schedule, aside)
             made_due.append(current)
-        conn.execute(Q.schedule, (qid, entry.id, due, entry.record, zero))
+        conn.execute(Q.schedule, (qid, entry.id, due, entry.record, zero, none))
         made_due.append(due)
         dues.append(due)
+    if grouped and made_due:
+        conn.execute(Q.group_touch, (qid, "", min(made_due)))
     return dues, wake_if_earlier(conn, qid, task_type, min(made_due, default=None), head)
 
 
@@ -239,6 +262,7 @@ def revive(
     head = head_due(conn, qid)
     key = wire.param(task_id)
     if conn.execute(Q.revive, (due_ms, wire.param(record), qid, key)).rowcount:
+        groups.touch_id(conn, qid, key)
         return True, wake_if_earlier(conn, qid, task_type, due_ms, head)
     if conn.execute(Q.is_dead, (qid, key)).fetchone() is not None:
         raise StoreRefused("bad arguments: the dead task has no record to run")
@@ -256,6 +280,7 @@ def hasten(
     head = head_due(conn, qid)
     key = wire.param(task_id)
     if conn.execute(Q.hasten, (due_ms, qid, key, due_ms)).rowcount:
+        groups.touch_id(conn, qid, key)
         return True, wake_if_earlier(conn, qid, task_type, due_ms, head)
     row = conn.execute(Q.get, (qid, key)).fetchone()
     waits = row is not None and row[1] is not None and row[2] is None
@@ -317,7 +342,7 @@ def list_tasks(
     if qid is None:
         return []
     rows: list[tuple[Any, ...]] = conn.execute(_LISTS[state], (qid, limit, offset)).fetchall()
-    return [wire.stored_task(r[0], state, r[1], r[2], r[3], r[4], r[5], r[6]) for r in rows]
+    return [wire.stored_task(r[0], state, *r[1:]) for r in rows]
 
 
 def count(conn: sqlite3.Connection, queues: Queues, task_type: str) -> dict[State, int]:

@@ -48,6 +48,19 @@ class Queries:
     due_levels: str
     pick_level: str
     lanes_on: str
+    read_grouped: str
+    mark_grouped: str
+    groups_on: str
+    group_none: str
+    group_touch: str
+    group_touch_rows: str
+    group_touch_id: str
+    group_visit: str
+    group_running: str
+    group_pick: str
+    group_moved: str
+    group_drop: str
+    wait_slot: str
     move_aside: str
     take_tokens: str
     lease: str

@@ -10,15 +10,17 @@
 -- ops.py runs it with SCHEDULE_ROWS rows per statement, and with one for the rest; for
 -- only_new, one row with "WHERE record IS NULL" appended (an id that holds a task is
 -- left alone).
--- Parameters, per task: ? qid, ? id, ? due ms, ? record, ? priority. (Plain ? only:
+-- Parameters, per task: ? qid, ? id, ? due ms, ? record, ? priority, ? group (NULL in a
+-- queue without groups, see 0010_groups.sql). (Plain ? only:
 -- CPython 3.12 before 3.12.4 warns about ?NNN with positional parameters, and 3.14
 -- refuses it.)
-INSERT INTO duetime_tasks (qid, id, due_ms, record, priority)
-VALUES (?, ?, ?, ?, ?)
+INSERT INTO duetime_tasks (qid, id, due_ms, record, priority, grp)
+VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (qid, id) DO UPDATE
 SET due_ms = excluded.due_ms,
     record = excluded.record,
     priority = excluded.priority,
+    grp = excluded.grp,
     dead_ms = NULL,
     stalls = 0,
     error = NULL
