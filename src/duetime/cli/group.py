@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from duetime.cli import cron, dashboard, flow, history, operate, tasks, worker
+from duetime.cli import cron, dashboard, flow, history, operate, producing, tasks, worker
 from duetime.version import VERSION
 
 LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -53,8 +53,8 @@ def main(log_level: str) -> None:
 
 for command in (
     worker.worker,
-    tasks.schedule,
-    tasks.submit,
+    producing.schedule,
+    producing.submit,
     tasks.show,
     tasks.cancel,
     tasks.abort,
