@@ -31,7 +31,7 @@ async def schedule_if(
     ``ConditionalSchedule.schedule_if``); an answer per task."""
     qid = await queues.find_or_add(conn, task_type)
     await give_lanes(conn, queues, qid, [c.task for c in conditions])  # before any lock
-    await give_groups(conn, queues, qid, [c.task for c in conditions])
+    await give_groups(conn, queues.grouped, qid, [c.task for c in conditions])
     async with conn.transaction():
         cur = await conn.execute(Q.head_due, {"qid": qid})
         row = await cur.fetchone()

@@ -6,27 +6,25 @@ pays one read of a flag per write, in the write's own statement, and nothing per
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from duetime.stores.base import NewTask
 from duetime.stores.gating import Gate
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.queries import Q
 
-if TYPE_CHECKING:
-    from duetime.stores.postgres.ops import Queues
-
 #: Groups a grouped claim visits beyond its limit: a few groups found empty or at their
 #: limits do not leave the claim short.
 EXTRA_VISITS = 16
 
 
-async def give_groups(conn: Conn, queues: Queues, qid: int, tasks: Sequence[NewTask]) -> None:
+async def give_groups(conn: Conn, grouped: set[int], qid: int, tasks: Sequence[NewTask]) -> None:
     """Before ``tasks`` are written: keep the queue's tasks by group if one of them has a
     group and it does not yet (0009_groups.sql), in a transaction of its own (a savepoint
     inside the caller's) that holds writes of tasks off meanwhile, once a queue; as
-    ``give_lanes``."""
-    if qid in queues.grouped or not any(t.group for t in tasks):
+    ``give_lanes``. ``grouped``: the queues known to keep their tasks by group
+    (``Queues.grouped``), which this adds ``qid`` to."""
+    if qid in grouped or not any(t.group for t in tasks):
         return
     async with conn.transaction():
         cur = await conn.execute(Q.read_groups, {"qid": qid})
@@ -38,7 +36,7 @@ async def give_groups(conn: Conn, queues: Queues, qid: int, tasks: Sequence[NewT
             if await cur.fetchone() is not None:
                 await conn.execute(Q.lock_tasks)
                 await conn.execute(Q.groups_on, {"qid": qid})
-    queues.grouped.add(qid)
+    grouped.add(qid)
 
 
 def claim_params(gate: Gate, limit: int) -> dict[str, Any]:

@@ -81,7 +81,7 @@ async def write(
         "type": task_type,
     }
     await give_lanes(conn, queues, qid, tasks)
-    await give_groups(conn, queues, qid, tasks)
+    await give_groups(conn, queues.grouped, qid, tasks)
     cur = await conn.execute(Q.schedule, params)
     return [row[0] for row in await cur.fetchall()]
 
@@ -130,7 +130,7 @@ async def schedule(
     ``fence``, raises LeaseLost (nothing written) when the queue's fence is above it."""
     qid = await queues.find_or_add(conn, task_type)
     await give_lanes(conn, queues, qid, tasks)  # before the transaction below, if any
-    await give_groups(conn, queues, qid, tasks)
+    await give_groups(conn, queues.grouped, qid, tasks)
     if not only_new and fence is None:
         await write(conn, queues, qid, task_type, tasks)
         return []
