@@ -269,6 +269,17 @@ class AbortedRun(Abort):
     never retried)."""
 
 
+class Stalled(Abort):
+    """Not raised by handlers: what a run ends with, its handler not called again, when the
+    run's leases expired more than its type's ``max_stalls`` times (its workers died or
+    froze each time: a task that kills its worker). It is never retried: a one-off task goes
+    to the dead letters, and a series files the occurrence (``<id>@<ms>``) and goes on, as
+    after any failure that used up its retries."""
+
+    def __init__(self, stalls: int) -> None:
+        super().__init__(f"stalled: its lease expired {stalls} times")
+
+
 class RateLimited(Exception):
     """Raised by a handler when what it calls says "too many requests": no worker starts a
     task of its type until ``after`` has passed (by the store's clock), and this task goes

@@ -117,7 +117,7 @@ class Executor:
             return self._corrupt(task_type.name, claim, "corrupt record", exc)
         trigger = record.trigger
         try:
-            if trigger is None and not self.timed and run.aborted is None:
+            if trigger is None and not self.timed and run.aborted is None and not claim.stalls:
                 # A task without a trigger, when no listener wants its per-task events: the
                 # common case and the hot path. What run_once does with a Job, inline (no
                 # coroutine of its own), without a Job unless the handler fails.

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from duetime.clock import Clock, from_ms, iso
 from duetime.context import Context
-from duetime.errors import AbortedRun, RateLimited, ValidationError
+from duetime.errors import AbortedRun, RateLimited, Stalled, ValidationError
 from duetime.events import EventKind, Events, WorkerEvent
 from duetime.record import Record
 from duetime.stores.base import Claim, Outcome
@@ -140,6 +140,8 @@ class ClaimJob:
         executor, claim, run = self._executor, self.claim, self._run
         if run.aborted is not None:  # aborted before its handler started: it never does
             return aborted_error(run)
+        if claim.stalls > self.task_type.policy.max_stalls:  # it killed its workers enough
+            return Stalled(claim.stalls)
         ctx = handler_context(executor.app, self.task_type, claim, self.record, occurrence_ms)
         self.context = ctx
         if executor.marks:

@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 #: The shortest wait for a gate that opens by time: the store gives its opening rounded up
 #: to the millisecond, and the worker's clock may read a fraction before it.
 GATE_MIN_WAIT_MS = 1.0
+#: What a worker's claims ask the store to count expired leases up to before the store
+#: files a task itself: more than any ``max_stalls``, so that the worker decides (a series
+#: files the occurrence and goes on; a one-off task goes to the dead letters).
+STORE_MAX_STALLS = 2**31 - 1
 
 
 @dataclass(eq=False)
@@ -169,7 +173,9 @@ class TypeRunner:
             now_ms=now_ms,
             limit=limit,
             lease_ms=self.lease_ms,
-            max_stalls=policy.max_stalls,
+            # The store only counts expired leases: the worker that claims a task past its
+            # max_stalls files it, so that a series goes on (ClaimJob.call, errors.Stalled).
+            max_stalls=STORE_MAX_STALLS,
             at_most_once=policy.delivery == "at_most_once",
             lookahead_ms=lookahead_ms,
             gate=task_type.gate,
