@@ -277,7 +277,7 @@ class Stalled(Abort):
     after any failure that used up its retries."""
 
     def __init__(self, stalls: int) -> None:
-        super().__init__(f"stalled: its lease expired {stalls} times")
+        super().__init__(f"stalled: its lease expired {stalls} time{'' if stalls == 1 else 's'}")
 
 
 class RateLimited(Exception):
