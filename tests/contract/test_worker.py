@@ -122,10 +122,12 @@ async def test_the_concurrency_limit_holds(app: duetime.App) -> None:
 async def test_a_long_handler_keeps_its_lease_by_renewing_it(app: duetime.App) -> None:
     runs: list[int] = []
 
-    @app.task("long", lease=0.3, timeout=None)
+    # A handler that outlives its lease three times over, renewed every third of it (a lease
+    # of 0.3 s lost a renewal on a loaded Cluster).
+    @app.task("long", lease=0.6, timeout=None)
     async def long(payload: dict[str, Any], ctx: duetime.Context) -> None:
         runs.append(ctx.token)
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.8)
 
     async with running(app):
         await app.schedule("long", "l")
