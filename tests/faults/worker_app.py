@@ -83,6 +83,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--overlap", default="skip", choices=("skip", "allow"))
     parser.add_argument("--rate", help="the type's rate, e.g. 50/s")
     parser.add_argument("--global-concurrency", type=int, help="the type's global concurrency")
+    parser.add_argument("--max-idle", type=float, help="the type's pacing: its max_idle (s)")
     parser.add_argument("--group-concurrency", type=int, help="the type's group concurrency")
     parser.add_argument("--rate-limited", type=float, help="trigger raises RateLimited(after=)")
     return parser.parse_args(argv)
@@ -112,6 +113,8 @@ def policy_of(args: argparse.Namespace) -> dict[str, Any]:
         policy["global_concurrency"] = args.global_concurrency
     if args.group_concurrency:
         policy["group_concurrency"] = args.group_concurrency
+    if args.max_idle:
+        policy["pacing"] = duetime.Pacing(max_idle=timedelta(seconds=args.max_idle))
     return policy
 
 
