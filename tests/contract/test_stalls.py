@@ -6,6 +6,7 @@ up its retries, instead of stopping whole."""
 from __future__ import annotations
 
 import asyncio
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from tests.helpers import eventually, running
 
 QUICK = duetime.Pacing(max_idle=timedelta(milliseconds=100))
 HOUR = timedelta(hours=1)
+STALLED = re.compile(r"stalled: its lease expired [2-9] times")
 
 
 async def _die_holding(app: duetime.App, task_type: str, ids: set[str], times: int) -> None:
@@ -38,7 +40,7 @@ async def test_a_series_that_kills_its_workers_files_the_occurrence_and_goes_on(
 ) -> None:
     ran: list[str] = []
 
-    @app.task("poisoned", lease=0.2, max_stalls=1, pacing=QUICK)
+    @app.task("poisoned", lease=1.0, max_stalls=1, pacing=QUICK)
     async def poisoned(payload: dict[str, Any], ctx: duetime.Context) -> None:
         ran.append(ctx.task_id)
 
@@ -54,7 +56,8 @@ async def test_a_series_that_kills_its_workers_files_the_occurrence_and_goes_on(
     dead = {d.task_id: d for d in await app.list("poisoned", "dead")}
     filed = f"series@{int(first.timestamp() * 1000)}"
     assert set(dead) == {"once", filed}
-    assert all(d.error == "stalled: its lease expired 2 times" for d in dead.values())
+    # Two expired leases (more if a loaded machine let the filing worker's lease lapse too).
+    assert all(STALLED.fullmatch(d.error or "") for d in dead.values()), dead
     # The series goes on: its next occurrence waits, an hour after the one filed.
     series = await app.get("poisoned", "series")
     assert series is not None and series.state == "due" and series.due == first + HOUR
@@ -63,7 +66,7 @@ async def test_a_series_that_kills_its_workers_files_the_occurrence_and_goes_on(
 async def test_a_stall_under_max_stalls_runs_the_task_again(app: duetime.App) -> None:
     ran: list[int] = []
 
-    @app.task("shaky", lease=0.2, max_stalls=1, pacing=QUICK)
+    @app.task("shaky", lease=1.0, max_stalls=1, pacing=QUICK)
     async def shaky(payload: dict[str, Any], ctx: duetime.Context) -> None:
         ran.append(ctx.attempt)
 
@@ -83,7 +86,7 @@ async def test_a_cron_tick_that_kills_its_workers_is_filed_and_the_schedule_goes
 ) -> None:
     ran: list[str] = []
 
-    @app.task("ticker", lease=0.2, max_stalls=1, pacing=QUICK)
+    @app.task("ticker", lease=1.0, max_stalls=1, pacing=QUICK)
     async def ticker(payload: dict[str, Any], ctx: duetime.Context) -> None:
         ran.append(ctx.occurrence)
 
@@ -93,7 +96,7 @@ async def test_a_cron_tick_that_kills_its_workers_is_filed_and_the_schedule_goes
         await eventually(lambda: _dead_count(app, "ticker", 1), 10, "the tick filed")
     assert ran == []
     (dead,) = await app.list("ticker", "dead")
-    assert dead.task_id.startswith("hourly@") and dead.error == "stalled: its lease expired 2 times"
+    assert dead.task_id.startswith("hourly@") and STALLED.fullmatch(dead.error or ""), dead
     schedule = await app.get("ticker", "hourly")
     assert schedule is not None and schedule.state == "due"  # the next tick waits
     (listed,) = await app.crons()
