@@ -9,30 +9,9 @@
 -- rate's ms between starts, 0: none), %(burst)s (>= 1), %(max_running)s (0: none).
 -- Priorities as in claim.sql.
 -- Returns rows: as claim.sql.
-WITH RECURSIVE gate AS (
-    SELECT q.paused, q.hold_ms,
-           greatest(coalesce(q.tat, %(now)s), %(now)s) AS base,
-           (SELECT count(*) FROM tasks
-            WHERE qid = %(qid)s AND deadline_ms IS NOT NULL AND %(max_running)s > 0) AS running
-    FROM queues AS q
-    WHERE q.qid = %(qid)s
-), allowed AS (
-    SELECT CASE
-               WHEN g.paused OR g.hold_ms > %(now)s THEN 0
-               WHEN %(interval)s > 0
-                    AND g.base - %(now)s > (%(burst)s - 1) * %(interval)s + 1e-6 THEN 0
-               ELSE least(
-                   %(limit)s,
-                   CASE WHEN %(max_running)s > 0
-                        THEN greatest(%(max_running)s - g.running, 0) ELSE %(limit)s END,
-                   CASE WHEN %(interval)s > 0
-                        THEN floor(((%(burst)s - 1) * %(interval)s - (g.base - %(now)s))
-                                   / %(interval)s + 1e-6)::bigint + 1
-                        ELSE %(limit)s END)
-           END AS n,
-           g.base, g.running
-    FROM gate AS g
-),
+WITH RECURSIVE
+-- include _gate_allowed.sql
+,
 -- include _claim_pick.sql
 , leased AS (
     UPDATE tasks AS t
