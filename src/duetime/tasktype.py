@@ -146,6 +146,12 @@ class TaskType:
         self.is_async = self.handler is not None and is_async_callable(self.handler)
         self.gate = gate_of(self.policy, self.partitions)
 
+    @property
+    def takes_ctx(self) -> bool:
+        """Whether the handler is given a :class:`~duetime.Context` (else the worker makes
+        none for its runs)."""
+        return self.mode in ("both", "ctx", "fields_ctx")
+
     def args(self, payload: dict[str, Any], ctx: Any) -> tuple[Any, ...]:
         """The arguments the handler is called with."""
         mode = self.mode

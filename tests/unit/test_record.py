@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from duetime.calls.newtask import new_task
 from duetime.errors import SchemaError
 from duetime.model import Task
+from duetime import record as record_module
 from duetime.record import Record
 from duetime.triggers.cron.expression import parse_cron
 from duetime.triggers.cron.trigger import CronTrigger
@@ -64,6 +66,57 @@ def test_the_payload_keeps_its_stored_text_whatever_is_done_to_the_dict() -> Non
 )
 def test_a_corrupt_record_raises_schema_error(text: str) -> None:
     with pytest.raises(SchemaError):
+        Record.decode(text)
+
+
+PLAIN_RECORDS = [
+    '{"p":{}}',
+    '{"p":{"i":1,"due":1764400000.123456,"pad":"xx"}}',
+    '{"p":{"big":123456789012345678901234567890,"neg":-98765432109876543210}}',
+    '{"p":{"p":{"p":1}}}',
+    r'{"p":{"text":"caf\u00e9 \\ \"quoted\"","name":"Élodie","emoji":"🎉"}}',
+    '{"p":{"n":[1,2.5,-0.0,1e-300,true,false,null],"d":{}}}',
+    '{"p":{"a":1},"p":{"b":2}}',  # a second "p": read as the standard library reads it
+    '{"p":{"a":1},"f":2}',
+    '{"p": {"spaced": 1}}',
+]
+
+
+@pytest.mark.parametrize("text", PLAIN_RECORDS)
+def test_the_fast_reader_reads_what_the_standard_library_reads(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """msgspec reads a one-off task's first attempt; the standard library every other
+    record, and every record where msgspec is not installed: both read alike."""
+    fast = Record.decode(text)
+    monkeypatch.setattr(record_module, "_fast_json", None)
+    slow = Record.decode(text)
+    assert fast.payload == slow.payload
+    assert json.loads(fast.payload_json) == json.loads(slow.payload_json) == slow.payload
+    assert (fast.failures, fast.trigger, fast.occurrence_ms) == (
+        slow.failures,
+        slow.trigger,
+        slow.occurrence_ms,
+    )
+
+
+def test_an_integer_beyond_64_bits_is_read_exactly() -> None:
+    record = Record.decode('{"p":{"id":123456789012345678901234567890}}')
+    assert record.payload == {"id": 123456789012345678901234567890}
+    assert type(record.payload["id"]) is int
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"p":{"x":NaN}}',
+        '{"p":{"x":Infinity}}',
+        '{"p":{"x":"\udc80"}}',  # a byte that is not UTF-8, as the store read it
+        '{"p":{"x":1}',
+    ],
+)
+def test_what_the_fast_reader_refuses_is_refused_with_the_reason(text: str) -> None:
+    with pytest.raises(SchemaError, match="not JSON|not valid JSON|not UTF-8"):
         Record.decode(text)
 
 

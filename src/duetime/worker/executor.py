@@ -122,7 +122,11 @@ class Executor:
                 # common case and the hot path. What run_once does with a Job, inline (no
                 # coroutine of its own), without a Job unless the handler fails.
                 occurrence = claim.due_ms if record.occurrence_ms is None else record.occurrence_ms
-                ctx = handler_context(self.app, task_type, claim, record, occurrence)
+                attempt = record.failures + claim.stalls + 1
+                # A Context only for a handler that takes one: the worker needs none.
+                ctx = None
+                if task_type.takes_ctx:
+                    ctx = handler_context(self.app, task_type, claim, record, occurrence)
                 unique = record.unique_ms
                 if self.marks:
                     run.fired_ms = self.clock.now()
@@ -130,13 +134,13 @@ class Executor:
                 try:
                     await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
                     if run.aborted is None:
-                        if task_type.name in self.noted:  # its note (ctx[3]: the attempt)
+                        if task_type.name in self.noted:  # its note
                             ended_ms, fired = int(self.clock.now()), run.fired_ms
-                            return done_run(claim, fired, ended_ms, ctx[3], occurrence, unique)
+                            return done_run(claim, fired, ended_ms, attempt, occurrence, unique)
                         return done(claim, unique)
                 except Exception as exc:
                     error = exc
-                run.occurrence_ms, run.attempt = occurrence, ctx[3]  # for the history's note
+                run.occurrence_ms, run.attempt = occurrence, attempt  # for the history's note
                 failure = ended(run, error)
                 assert failure is not None  # it raised, or it is being aborted
                 job = ClaimJob(self, task_type, time_limit, run, record)

@@ -22,12 +22,12 @@ def call_handler(
     task_type: TaskType,
     time_limit: float | None,
     payload: dict[str, Any],
-    ctx: Context,
+    ctx: Context | None,
     pool: ThreadPool | None,
 ) -> Awaitable[object]:
-    """The handler's call, within ``time_limit`` seconds; awaiting it raises what the
-    handler raised, or :class:`TimedOut`, or TypeError when a plain ``def`` handler returned
-    a coroutine.
+    """The handler's call, within ``time_limit`` seconds (``ctx`` is None for a handler
+    that takes none); awaiting it raises what the handler raised, or :class:`TimedOut`, or
+    TypeError when a plain ``def`` handler returned a coroutine.
 
     An async handler without a time limit is awaited as it is: no wrapping coroutine on
     the path every such task takes.

@@ -1,8 +1,10 @@
 """One task type in a worker: its claim loop, and the runs of what it claimed.
 
 The claim loop sleeps until the earliest due time it knows of (or a wake-up), then claims
-up to its free slots in one round trip. Each claim gets an asyncio task that waits for its
-exact due time, runs it through the executor, and hands the outcome to the outbox.
+up to its free slots in one round trip. What a claim brought runs through the executor,
+which hands each outcome to the outbox: the runs due now in one asyncio task, in turn,
+until one waits (:mod:`.eager`), and each run claimed ahead of its due time in a task of
+its own, which waits for that time.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from duetime.stores.capabilities import RUN_HISTORY, use
 from duetime.stores.runs import RunLog
 from duetime.tasktype import TaskType
 from duetime.validate import duration_ms
+from duetime.worker.eager import Starter
 from duetime.worker.executor import Executor
 from duetime.worker.failures import store_backoff
 from duetime.worker.notes import note
@@ -65,8 +68,11 @@ class TypeRunner:
     #: A handler's RateLimited held the type until then (store clock ms): this worker
     #: claims nothing before, without waiting for the settle that tells the store.
     held_until_ms: int = 0
+    #: Starts the runs due now, a claim's batch at a time.
+    starter: Starter = field(init=False)
 
     def __post_init__(self) -> None:
+        self.starter = Starter(self._execute, self._hand_back)
         policy = self.task_type.policy
         self.lease_ms = duration_ms("lease", policy.lease)
         self.timeout = None if policy.timeout is None else policy.timeout.total_seconds()
@@ -184,22 +190,36 @@ class TypeRunner:
             log.info("%s: %d expired leases reaped", task_type.name, batch.reaped)
         if batch.claims:
             self._claimed(batch.claims, now_ms)
-        loop = asyncio.get_running_loop()
-        for claim in batch.claims:
-            self.start(loop, claim, early=claim.due_ms > now_ms)
+        if batch.claims:
+            self.start(batch.claims, now_ms)
         return batch
 
-    def start(self, loop: asyncio.AbstractEventLoop, claim: Claim, *, early: bool) -> None:
-        run = Run(claim, early)
-        self.active[claim.token] = run
-        if self.stopping:
-            # Claimed after the stop began: hand it back without running it.
-            self.finish(run, Outcome("release", claim, claim.due_ms), started=False)
-            return
-        self.running += 1
-        # Not in the task group: one task per handler is the hot path, and shutdown reaches
-        # every one of them through self.active anyway.
-        run.task = loop.create_task(self._execute(run))
+    def start(self, claims: Sequence[Claim], now_ms: int) -> None:
+        """Start running what a claim brought: the runs due by ``now_ms`` together, each
+        one claimed ahead of its due time in a task of its own."""
+        loop = asyncio.get_running_loop()
+        active, due_now = self.active, []
+        for claim in claims:
+            early = claim.due_ms > now_ms
+            run = Run(claim, early)
+            active[claim.token] = run
+            if self.stopping:
+                # Claimed after the stop began: hand it back without running it.
+                self.finish(run, Outcome("release", claim, claim.due_ms), started=False)
+                continue
+            self.running += 1
+            if early:
+                # Not in the task group: shutdown reaches every run through self.active.
+                run.task = loop.create_task(self._execute(run))
+            else:
+                due_now.append(run)
+        if due_now:
+            self.starter.start(loop, due_now)
+
+    def _hand_back(self, run: Run) -> None:
+        if not run.finished:
+            claim = run.claim
+            self.finish(run, Outcome("release", claim, claim.due_ms))
 
     async def _execute(self, run: Run) -> None:
         try:
@@ -248,10 +268,10 @@ class TypeRunner:
         self.stopping = True
         self.signal.set()
         if now:
-            for run in self.active.values():
-                if run.task is not None and not run.finished:
-                    run.task.cancel()
+            for task in self.unfinished():
+                task.cancel()
 
-    def unfinished(self) -> list[asyncio.Task[None]]:
-        """The tasks of the runs still going."""
-        return [r.task for r in self.active.values() if r.task is not None and not r.finished]
+    def unfinished(self) -> set[asyncio.Task[None]]:
+        """The tasks of the runs still going (and of the batches still starting runs)."""
+        tasks = {r.task for r in self.active.values() if r.task is not None and not r.finished}
+        return tasks | self.starter.tasks

@@ -331,19 +331,29 @@ class Worker:
             one.signal.set()
 
     async def _drain(self) -> None:
-        tasks = [task for r in self._runners.values() for task in r.unfinished()]
+        tasks = self._unfinished()
         if not tasks:
             return
         log.info("waiting up to %.1f s for %d running handlers", self.grace, len(tasks))
-        _, pending = await asyncio.wait(tasks, timeout=self.grace)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.grace
+        pending = tasks
+        # Again until none is left: a batch whose run waits goes on in a new task.
+        while pending and (left := deadline - loop.time()) > 0:
+            await asyncio.wait(pending, timeout=left)
+            pending = self._unfinished()
+        if not pending:
+            return
         for task in pending:
             task.cancel()
-        if pending:
-            log.warning(
-                "%d handlers cut short at the end of the grace period; their tasks are handed back",
-                len(pending),
-            )
-            await asyncio.wait(pending)
+        log.warning(
+            "%d handlers cut short at the end of the grace period; their tasks are handed back",
+            len(pending),
+        )
+        await asyncio.wait(pending)
+
+    def _unfinished(self) -> set[asyncio.Task[None]]:
+        return {task for r in self._runners.values() for task in r.unfinished()}
 
 
 class _DeadLetters(Listener):
