@@ -135,7 +135,7 @@ class Record:
         Raises:
             SchemaError: naming what is wrong with it.
         """
-        plain = _plain(text)
+        plain = plain_payload(text)
         if plain is not None:
             return cls(plain[0], None, None, 0, None, 0, plain[1])
         if not text.isascii():
@@ -187,7 +187,7 @@ class Record:
         return cls(payload_json, trigger, occurrence, failures, trace, unique, payload)
 
 
-def _plain(text: str) -> tuple[str, dict[str, Any]] | None:
+def plain_payload(text: str) -> tuple[str, dict[str, Any]] | None:
     """A one-off task's first attempt, ``{"p":<payload>}`` (the hot path), read by the fast
     parser: its payload's text and the payload, or None for any other record. The payload
     is all between the head and the last brace, and reading that alone fails for every

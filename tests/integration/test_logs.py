@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import duetime
-from duetime.worker import executor, job
+from duetime.worker import executor, hot, job
 from tests.helpers import eventually, has_state, is_gone, running
 
 ISO_MS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
@@ -38,6 +38,10 @@ async def app(tmp_path: Path) -> AsyncIterator[duetime.App]:
 
     @app.task("fine")
     async def fine(payload: dict[str, Any]) -> None:
+        pass
+
+    @app.task("told")
+    async def told(payload: dict[str, Any], ctx: duetime.Context) -> None:
         pass
 
     yield app
@@ -130,19 +134,21 @@ async def test_a_failure_of_duetimes_own_code_keeps_its_traceback_in_the_dead_le
     def broken_context(*args: object) -> object:  # a bug in duetime, not in a handler
         raise RuntimeError("duetime bug")
 
-    # Every run, on the hot path or through a trigger, builds the handler's context here.
+    # Every run of a handler that takes a Context, on the hot path or through a trigger,
+    # builds that context here.
     monkeypatch.setattr(executor, "handler_context", broken_context)
+    monkeypatch.setattr(hot, "handler_context", broken_context)
     monkeypatch.setattr(job, "handler_context", broken_context)
     async with running(app):
-        await app.schedule("fine", "f1", payload={"k": 1})
-        await eventually(lambda: has_state(app, "fine", "f1", "dead"))
+        await app.schedule("told", "f1", payload={"k": 1})
+        await eventually(lambda: has_state(app, "told", "f1", "dead"))
 
-    info = await app.get("fine", "f1")
+    info = await app.get("told", "f1")
     assert info is not None and info.error == "internal error: RuntimeError: duetime bug"
     assert info.payload == {"k": 1}  # the record as it was, with the traceback added
     trace = info.traceback
     assert trace is not None and "in broken_context\n" in trace
-    assert "executor.py" in trace  # duetime's own frames are the point here: all are kept
+    assert "hot.py" in trace  # duetime's own frames are the point here: all are kept
     assert trace.endswith("RuntimeError: duetime bug\n")
     (line,) = [r for r in caplog.records if r.levelno == logging.ERROR]
-    assert line.getMessage() == "fine/f1: duetime failed while running it; sent to the dead letters"
+    assert line.getMessage() == "told/f1: duetime failed while running it; sent to the dead letters"

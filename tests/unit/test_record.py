@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from duetime import record as record_module
 from duetime.calls.newtask import new_task
 from duetime.errors import SchemaError
 from duetime.model import Task
-from duetime import record as record_module
 from duetime.record import Record
 from duetime.triggers.cron.expression import parse_cron
 from duetime.triggers.cron.trigger import CronTrigger

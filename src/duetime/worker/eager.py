@@ -1,14 +1,14 @@
-"""Starting a claim's runs: one asyncio task for the runs due now, each handler run in it
+"""Starting a claim's runs: one asyncio task for the runs due now, each run begun in it
 until one waits.
 
 An asyncio task per run was the largest cost a no-op handler paid (making the task,
 registering it, scheduling its first step). Most handlers of a busy worker either finish
-without waiting or wait once; so the runs that one claim brought are started by one task,
+without waiting or wait once; so the runs that one claim brought are begun by one task,
 which runs each of them in turn, as its own asyncio task would have, until a run waits
 (awaits something that is not ready). That run keeps the task (its handler saw it as its
 current task, so a timeout or a cancellation scope it entered belongs to it), and the
-runs after it go on in a new task, at once. Each handler runs in its own copy of the
-claiming task's context variables, as in a task of its own.
+runs after it go on in a new task, at once. Each run is begun in its own copy of the
+claiming task's context variables, and goes on in it, as in a task of its own.
 
 So a batch of handlers that never wait costs one task, and a batch whose every handler
 waits costs one task per run, as before, and a thin layer on each of their steps.
@@ -25,28 +25,29 @@ from typing import Any
 
 from duetime.worker.run import Run
 
-#: A run's whole course, as a coroutine (the runner's ``_execute``).
-Execute = Callable[[Run], Coroutine[Any, Any, None]]
-#: Hands back a run that was claimed but never started (its batch was cancelled first).
+#: Begins a run: None once it finished, else the coroutine that goes on with it (not
+#: started yet). The runner's ``begin``.
+Begin = Callable[[Run], Coroutine[Any, Any, None] | None]
+#: Hands back a run that was claimed but never begun (its batch was cancelled first).
 HandBack = Callable[[Run], None]
 
 
 class Starter:
-    """Starts runs in batches for one runner, and knows the tasks still at it.
+    """Begins runs in batches for one runner, and knows the tasks still at it.
 
     Args:
-        execute: runs one run to its end (its outcome handed on).
-        hand_back: ends a run that its batch did not start.
+        begin: begins one run (its outcome handed on when it finishes).
+        hand_back: ends a run that its batch did not begin.
     """
 
-    def __init__(self, execute: Execute, hand_back: HandBack) -> None:
-        self._execute = execute
+    def __init__(self, begin: Begin, hand_back: HandBack) -> None:
+        self._begin = begin
         self._hand_back = hand_back
         #: The tasks still running batches (a run that waits keeps its batch's task).
         self.tasks: set[asyncio.Task[None]] = set()
 
     def start(self, loop: asyncio.AbstractEventLoop, runs: Sequence[Run]) -> None:
-        """Run ``runs`` in one new task, from its first step on (the next turn of the loop)."""
+        """Begin ``runs`` in one new task, from its first step on (the next turn of the loop)."""
         batch = _Batch(runs)
         task = loop.create_task(self._run(batch))
         self.tasks.add(task)
@@ -54,21 +55,23 @@ class Starter:
 
     def _ended(self, batch: _Batch, task: asyncio.Task[None]) -> None:
         self.tasks.discard(task)
-        # Cancelled before it started them (a stop that cuts runs short): hand them back.
+        # Cancelled before it began them (a stop that cuts runs short): hand them back.
         for run in batch.runs[batch.next :]:
             self._hand_back(run)
         batch.next = len(batch.runs)
 
     async def _run(self, batch: _Batch) -> None:
         runs = batch.runs
-        execute, copy = self._execute, contextvars.copy_context
+        begin, copy = self._begin, contextvars.copy_context
         while batch.next < len(runs):
             run = runs[batch.next]
             batch.next += 1
-            coro = execute(run)
             context = copy()
             try:
-                waiting = context.run(coro.send, None)
+                rest = context.run(begin, run)
+                if rest is None:
+                    continue  # it finished
+                waiting = context.run(rest.send, None)
             except StopIteration:
                 continue
             except asyncio.CancelledError:
@@ -76,14 +79,14 @@ class Starter:
             # It waits: it keeps this task, and the rest go on in another, now.
             run.task = asyncio.current_task()
             if batch.next < len(runs):
-                rest, batch.runs = runs[batch.next :], runs[: batch.next]
-                self.start(asyncio.get_running_loop(), rest)
-            await _resume(coro, waiting, context)
+                rest_of_batch, batch.runs = runs[batch.next :], runs[: batch.next]
+                self.start(asyncio.get_running_loop(), rest_of_batch)
+            await resume(rest, waiting, context)
             return
 
 
 class _Batch:
-    """The runs of one batch, and the first one not started yet."""
+    """The runs of one batch, and the first one not begun yet."""
 
     __slots__ = ("next", "runs")
 
@@ -93,12 +96,24 @@ class _Batch:
 
 
 @types.coroutine
-def _resume(
-    coro: Coroutine[Any, Any, None], waiting: Any, context: contextvars.Context
-) -> Generator[Any, Any, None]:
+def resume(
+    coro: Coroutine[Any, Any, Any],
+    waiting: Any,
+    context: contextvars.Context | None = None,
+) -> Generator[Any, Any, Any]:
     """Go on with ``coro``, which yielded ``waiting`` on its first step: what ``await``
-    does from then on, each step in the run's ``context``."""
-    send, throw, run = coro.send, coro.throw, context.run
+    does from then on (each step in ``context``, when given); returns what it returns."""
+    send: Callable[[Any], Any] = coro.send
+    throw: Callable[[BaseException], Any] = coro.throw
+    if context is not None:
+        step = context.run
+
+        def send(value: Any) -> Any:
+            return step(coro.send, value)
+
+        def throw(exc: BaseException) -> Any:
+            return step(coro.throw, exc)
+
     while True:
         try:
             value = yield waiting
@@ -107,11 +122,11 @@ def _resume(
             raise
         except BaseException as exc:
             try:
-                waiting = run(throw, exc)
-            except StopIteration:
-                return
+                waiting = throw(exc)
+            except StopIteration as stop:
+                return stop.value
         else:
             try:
-                waiting = run(send, value)
-            except StopIteration:
-                return
+                waiting = send(value)
+            except StopIteration as stop:
+                return stop.value

@@ -4,6 +4,10 @@ The executor knows no kind of trigger. It offers each run a :class:`Job` (the se
 :mod:`duetime.triggers.base`): the handler's call, under the type's time limit, and the
 retry policy; the record's trigger (or, without one, :func:`~duetime.triggers.once.run_once`)
 decides what runs and what follows.
+
+The hot path, a one-off task's first attempt run by an ``async def`` handler, is in
+:mod:`.hot`: it calls the handler there and then, and returns the outcome when the
+handler finishes without waiting.
 """
 
 from __future__ import annotations
@@ -16,14 +20,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from duetime.clock import Clock, iso
+from duetime.context import Context
 from duetime.errors import SchemaError
 from duetime.events import Events, WorkerEvent
 from duetime.record import Record, check_claimed
 from duetime.stores.base import Claim, Outcome, done
 from duetime.tasktype import TaskType
 from duetime.triggers.once import run_once
-from duetime.worker import outcome
+from duetime.worker import hot, outcome
 from duetime.worker.handler import call_handler
+from duetime.worker.hot import Begin
 from duetime.worker.job import ClaimJob, handler_context
 from duetime.worker.notes import done_run
 from duetime.worker.run import Run, ended
@@ -82,7 +88,44 @@ class Executor:
         self.marks = bool(noting) or events.wants("finished")
         #: Run one claim and return its outcome (see :meth:`_run`); with DEBUG logging (as
         #: the worker starts), a line for each run too. Chosen once: no cost per task.
-        self.run: RunClaim = self._run_logged if log.isEnabledFor(logging.DEBUG) else self._run
+        logged = log.isEnabledFor(logging.DEBUG)
+        self.run: RunClaim = self._run_logged if logged else self._run
+        #: Whether :meth:`begin` may take the hot path (not with per-task events or lines).
+        self.eager = not (logged or self.timed)
+
+    def beginner(self, task_type: TaskType, time_limit: float | None) -> Begin:
+        """How the runs of ``task_type`` begin, chosen once per type: see :mod:`.hot`."""
+        return hot.beginner(self, task_type, time_limit)
+
+    def done(
+        self, task_type: TaskType, run: Run, attempt: int, occurrence: int, unique: int = 0
+    ) -> Outcome:
+        """The outcome of a run whose handler returned: done, with its run's note when the
+        type keeps a history."""
+        claim = run.claim
+        if task_type.name in self.noted:
+            ended_ms = int(self.clock.now())
+            return done_run(claim, run.fired_ms, ended_ms, attempt, occurrence, unique)
+        return done(claim, unique)
+
+    async def failed(
+        self,
+        task_type: TaskType,
+        time_limit: float | None,
+        run: Run,
+        record: Record,
+        occurrence: int,
+        attempt: int,
+        ctx: Context | None,
+        error: Exception | None,
+    ) -> Outcome:
+        """What follows a failed (or aborted) run of a task without a trigger."""
+        run.occurrence_ms, run.attempt = occurrence, attempt  # for the history's note
+        failure = ended(run, error)
+        assert failure is not None  # it raised, or it is being aborted
+        job = ClaimJob(self, task_type, time_limit, run, record)
+        job.context = ctx
+        return await job.failed(failure, occurrence, None, None)
 
     async def _run_logged(self, task_type: TaskType, time_limit: float | None, run: Run) -> Outcome:
         began = time.monotonic()
@@ -118,34 +161,26 @@ class Executor:
         trigger = record.trigger
         try:
             if trigger is None and not self.timed and run.aborted is None and not claim.stalls:
-                # A task without a trigger, when no listener wants its per-task events: the
-                # common case and the hot path. What run_once does with a Job, inline (no
-                # coroutine of its own), without a Job unless the handler fails.
+                # A task without a trigger, when no listener wants its per-task events: what
+                # run_once does with a Job, inline, without a Job unless the handler fails.
                 occurrence = claim.due_ms if record.occurrence_ms is None else record.occurrence_ms
                 attempt = record.failures + claim.stalls + 1
                 # A Context only for a handler that takes one: the worker needs none.
                 ctx = None
                 if task_type.takes_ctx:
-                    ctx = handler_context(self.app, task_type, claim, record, occurrence)
-                unique = record.unique_ms
+                    ctx = handler_context(self.app, task_type, claim, attempt, occurrence)
                 if self.marks:
                     run.fired_ms = self.clock.now()
                 error: Exception | None = None
                 try:
                     await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
-                    if run.aborted is None:
-                        if task_type.name in self.noted:  # its note
-                            ended_ms, fired = int(self.clock.now()), run.fired_ms
-                            return done_run(claim, fired, ended_ms, attempt, occurrence, unique)
-                        return done(claim, unique)
                 except Exception as exc:
                     error = exc
-                run.occurrence_ms, run.attempt = occurrence, attempt  # for the history's note
-                failure = ended(run, error)
-                assert failure is not None  # it raised, or it is being aborted
-                job = ClaimJob(self, task_type, time_limit, run, record)
-                job.context = ctx
-                return await job.failed(failure, occurrence, None, None)
+                if error is None and run.aborted is None:
+                    return self.done(task_type, run, attempt, occurrence, record.unique_ms)
+                return await self.failed(
+                    task_type, time_limit, run, record, occurrence, attempt, ctx, error
+                )
             job = ClaimJob(self, task_type, time_limit, run, record)
             if trigger is None:
                 return await run_once(job)
@@ -153,15 +188,24 @@ class Executor:
         except SchemaError as exc:  # a trigger found its state unusable as it ran
             return self._corrupt(task_type.name, claim, "corrupt record", exc)
         except Exception as exc:
-            log.exception(
-                "%s/%s: duetime failed while running it; sent to the dead letters",
-                task_type.name,
-                _shown(claim.id),
-            )
-            run.trace = outcome.trace(exc, internal=True)
-            filed = replace(record, traceback=run.trace).encode()
-            reason = f"internal error: {outcome.describe(exc)}"
-            return self._dead(task_type.name, claim, reason, filed, record.unique_ms)
+            return self.internal(task_type.name, claim, record, exc, run)
+
+    def internal(
+        self, task_type: str, claim: Claim, record: Record, exc: Exception, run: Run | None = None
+    ) -> Outcome:
+        """A failure of duetime's own code while it ran the task: logged with its
+        traceback, which the dead letter keeps (with the record as it was)."""
+        log.exception(
+            "%s/%s: duetime failed while running it; sent to the dead letters",
+            task_type,
+            _shown(claim.id),
+        )
+        trace = outcome.trace(exc, internal=True)
+        if run is not None:
+            run.trace = trace
+        filed = replace(record, traceback=trace).encode()
+        reason = f"internal error: {outcome.describe(exc)}"
+        return self._dead(task_type, claim, reason, filed, record.unique_ms)
 
     def _corrupt(self, task_type: str, claim: Claim, what: str, exc: SchemaError) -> Outcome:
         log.error("%s/%s: %s, sent to the dead letters: %s", task_type, _shown(claim.id), what, exc)

@@ -39,13 +39,15 @@ def call_handler(
         call: Awaitable[object] = handler(*args)
         return call
     if task_type.is_async:
-        return _call_async(handler, time_limit, args)
+        return timed_call(handler, time_limit, args)
     return _call_in_thread(pool, handler, time_limit, args)
 
 
-async def _call_async(
+async def timed_call(
     handler: Callable[..., Any], time_limit: float | None, args: tuple[Any, ...]
 ) -> object:
+    """An ``async def`` handler's call within ``time_limit`` seconds: raises
+    :class:`TimedOut` past it."""
     async with asyncio.timeout(time_limit) as scope:
         try:
             return await handler(*args)

@@ -47,17 +47,18 @@ class JobHost(Protocol):
 
 
 def handler_context(
-    app: Client, task_type: TaskType, claim: Claim, record: Record, occurrence_ms: int
+    app: Client, task_type: TaskType, claim: Claim, attempt: int, occurrence_ms: int
 ) -> Context:
-    """What a handler is told about its run (made with tuple.__new__: a named tuple's own
-    constructor costs twice as much, on every task's path)."""
+    """What a handler is told about its run, its ``attempt`` at the occurrence due at
+    ``occurrence_ms`` (made with tuple.__new__: a named tuple's own constructor costs twice
+    as much, on every task's path)."""
     return _new_tuple(
         Context,
         (
             task_type.name,
             claim.id,
             from_ms(occurrence_ms),
-            outcome.attempt(claim, record),
+            attempt,
             outcome.occurrence_id(claim.id, occurrence_ms),
             claim.token,
             app,
@@ -142,11 +143,12 @@ class ClaimJob:
             return aborted_error(run)
         if claim.stalls > self.task_type.policy.max_stalls:  # it killed its workers enough
             return Stalled(claim.stalls)
-        ctx = handler_context(executor.app, self.task_type, claim, self.record, occurrence_ms)
+        attempt = outcome.attempt(claim, self.record)
+        ctx = handler_context(executor.app, self.task_type, claim, attempt, occurrence_ms)
         self.context = ctx
         if executor.marks:
             run.fired_ms = executor.clock.now()
-            run.occurrence_ms, run.attempt = occurrence_ms, ctx[3]  # ctx.attempt
+            run.occurrence_ms, run.attempt = occurrence_ms, attempt
         timed = executor.timed
         if timed:
             self._event("started", lateness_ms=executor.clock.now() - claim.due_ms)

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, MutableMapping
-from typing import Any
+from collections.abc import Callable, Mapping, MutableMapping
+from typing import Any, cast
 
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
 from duetime.outage import OutageLog
-from duetime.stores.base import Store
+from duetime.stores.base import Outcome, Store
 from duetime.stores.capabilities import RUN_HISTORY, use
 from duetime.stores.runs import RunLog
 from duetime.worker.failures import store_backoff
@@ -26,9 +26,16 @@ log = logging.getLogger(__name__)
 #: the tasks run again elsewhere: nothing is lost).
 FINAL_SETTLE_TRIES = 5
 
-#: One outcome waiting: its task type, the runs its runner holds (the settled one leaves
-#: them), and the run, whose outcome is known.
-_Item = tuple[str, MutableMapping[int, Any], Run]
+
+class _Lane:
+    """The finished runs of one task type waiting to be settled, and the runs its runner
+    holds (a settled one leaves them)."""
+
+    __slots__ = ("held", "runs")
+
+    def __init__(self, held: MutableMapping[int, Any]) -> None:
+        self.held = held
+        self.runs: list[Run] = []
 
 
 class Outbox:
@@ -48,7 +55,7 @@ class Outbox:
         self.clock = clock
         self.events = events or Events()
         self.records = dict(records or {})
-        self._items: list[_Item] = []
+        self._lanes: dict[str, _Lane] = {}
         self._ready = asyncio.Event()
         self._lock = asyncio.Lock()
         self._outage = OutageLog("settles", log)
@@ -56,8 +63,27 @@ class Outbox:
     def put(self, task_type: str, held: MutableMapping[int, Any], run: Run) -> None:
         """Queue a run's outcome (``run.outcome``); ``held`` maps the tokens its runner
         holds, and loses this one once it is settled."""
-        self._items.append((task_type, held, run))
-        self._ready.set()
+        self.lane(task_type, held)(run)
+
+    def lane(self, task_type: str, held: MutableMapping[int, Any]) -> Callable[[Run], None]:
+        """How the runs of ``task_type`` are queued, once each is finished: :meth:`put`
+        for one type, looked up once (a runner's, for its every run)."""
+        lane = self._lanes.get(task_type)
+        if lane is None:
+            lane = self._lanes[task_type] = _Lane(held)
+        ready = self._ready
+
+        def put(run: Run) -> None:
+            lane.runs.append(run)
+            if not ready.is_set():
+                ready.set()
+
+        return put
+
+    @property
+    def waiting(self) -> int:
+        """How many outcomes wait to be settled."""
+        return sum(len(lane.runs) for lane in self._lanes.values())
 
     async def flush_loop(self, store: Store) -> None:
         """Settle whatever waits, for as long as the worker runs."""
@@ -81,14 +107,14 @@ class Outbox:
             return await self._settle_now(store)
 
     async def _settle_now(self, store: Store) -> bool:
-        items, self._items = self._items, []
-        by_type: dict[str, list[_Item]] = {}
-        for item in items:
-            by_type.setdefault(item[0], []).append(item)
-        groups = list(by_type.items())
-        for n, (name, group) in enumerate(groups):
+        for name, lane in list(self._lanes.items()):
+            runs = lane.runs
+            if not runs:
+                continue
+            lane.runs = []
             try:
-                outcomes = [run.outcome for _, _, run in group if run.outcome is not None]
+                # Every queued run has its outcome (the runner sets it first).
+                outcomes = cast(list[Outcome], [run.outcome for run in runs])
                 record = self.records.get(name)
                 if record is None:
                     kept = await store.settle(name, outcomes, self.clock.now_ms())
@@ -97,17 +123,17 @@ class Outbox:
                     kept = await recorded.settle(name, outcomes, self.clock.now_ms(), record)
             except Exception as exc:
                 self._outage.failed(
-                    exc, "settling %d %s outcomes failed (%s); trying again", len(group), name, exc
+                    exc, "settling %d %s outcomes failed (%s); trying again", len(runs), name, exc
                 )
-                self._items[:0] = [item for _, later in groups[n:] for item in later]
+                lane.runs[:0] = runs  # first again, before what finished meanwhile
                 self._ready.set()
                 return False
-            runs = _settled(name, group, kept)
+            done = _settled(name, lane.held, runs, kept)
             events = self.events
             if events.wants("finished"):
-                events.finished(name, runs)
+                events.finished(name, done)
             if events.wants("settled"):
-                for run in runs:
+                for run in done:
                     claim = run.claim
                     events.emit(WorkerEvent("settled", name, claim.id, claim.due_ms))
         self._outage.ok()
@@ -121,7 +147,7 @@ class Outbox:
             await asyncio.sleep(store_backoff(tries))
         log.error(
             "%d outcomes could not be settled; their leases will expire and the tasks run again",
-            len(self._items),
+            self.waiting,
         )
 
 
@@ -129,23 +155,27 @@ class Outbox:
 _HANDED_BACK = ("release", "hold")
 
 
-def _settled(name: str, group: list[_Item], kept: list[bool]) -> list[Run]:
+def _settled(
+    name: str, held: MutableMapping[int, Any], runs: list[Run], kept: list[bool]
+) -> list[Run]:
     """The runs settled: each leaves its runner's held ones; those kept, but releases (a run
     handed back did not finish), are returned."""
     done: list[Run] = []
-    for (_, held, run), ok in zip(group, kept, strict=True):
+    pop, keep = held.pop, done.append
+    for run, ok in zip(runs, kept, strict=True):
         outcome = run.outcome
         assert outcome is not None
-        claim = outcome.claim
-        held.pop(claim.token, None)
+        pop(outcome[1][1], None)  # its claim's token
+        op = outcome[0]
+        if op in _HANDED_BACK:
+            continue
         if ok:
-            if outcome.op not in _HANDED_BACK:
-                done.append(run)
-        elif outcome.op not in _HANDED_BACK:
+            keep(run)
+        else:
             log.warning(
                 "%s/%s: lease lost before its outcome (%s) was kept; another run supersedes it",
                 name,
-                claim.id,
-                outcome.op,
+                outcome[1][0],
+                op,
             )
     return done

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
@@ -26,6 +27,7 @@ from duetime.validate import duration_ms
 from duetime.worker.eager import Starter
 from duetime.worker.executor import Executor
 from duetime.worker.failures import store_backoff
+from duetime.worker.hot import Begin
 from duetime.worker.notes import note
 from duetime.worker.outbox import Outbox
 from duetime.worker.run import Run, abort_taken
@@ -70,9 +72,12 @@ class TypeRunner:
     held_until_ms: int = 0
     #: Starts the runs due now, a claim's batch at a time.
     starter: Starter = field(init=False)
+    #: How its runs begin (see :mod:`.hot`), and how their outcomes go to the outbox.
+    _begin: Begin = field(init=False, repr=False)
+    _put: Callable[[Run], None] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.starter = Starter(self._execute, self._hand_back)
+        self.starter = Starter(self.begin, self._hand_back)
         policy = self.task_type.policy
         self.lease_ms = duration_ms("lease", policy.lease)
         self.timeout = None if policy.timeout is None else policy.timeout.total_seconds()
@@ -87,6 +92,8 @@ class TypeRunner:
     ) -> None:
         self.clock, self.events, self.executor, self.outbox = clock, events, executor, outbox
         self.record = record
+        self._begin = executor.beginner(self.task_type, self.timeout)
+        self._put = outbox.lane(self.name, self.active)
 
     @property
     def name(self) -> str:
@@ -190,28 +197,29 @@ class TypeRunner:
             log.info("%s: %d expired leases reaped", task_type.name, batch.reaped)
         if batch.claims:
             self._claimed(batch.claims, now_ms)
-        if batch.claims:
             self.start(batch.claims, now_ms)
         return batch
 
     def start(self, claims: Sequence[Claim], now_ms: int) -> None:
         """Start running what a claim brought: the runs due by ``now_ms`` together, each
         one claimed ahead of its due time in a task of its own."""
-        loop = asyncio.get_running_loop()
-        active, due_now = self.active, []
-        for claim in claims:
-            early = claim.due_ms > now_ms
-            run = Run(claim, early)
-            active[claim.token] = run
-            if self.stopping:
+        active = self.active
+        if self.stopping:
+            for claim in claims:
                 # Claimed after the stop began: hand it back without running it.
+                run = active[claim.token] = Run(claim)
                 self.finish(run, Outcome("release", claim, claim.due_ms), started=False)
-                continue
-            self.running += 1
-            if early:
+            return
+        loop = asyncio.get_running_loop()
+        due_now = []
+        self.running += len(claims)
+        for claim in claims:  # by index: (id, token, stalls, due, record)
+            if claim[3] > now_ms:
+                run = active[claim[1]] = Run(claim, True)
                 # Not in the task group: shutdown reaches every run through self.active.
                 run.task = loop.create_task(self._execute(run))
             else:
+                run = active[claim[1]] = Run(claim)
                 due_now.append(run)
         if due_now:
             self.starter.start(loop, due_now)
@@ -221,15 +229,31 @@ class TypeRunner:
             claim = run.claim
             self.finish(run, Outcome("release", claim, claim.due_ms))
 
+    def begin(self, run: Run) -> Coroutine[Any, Any, None] | None:
+        """Begin a run due now, in the caller's task: None once it finished (its outcome in
+        the outbox), else what goes on with it (a coroutine, not started)."""
+        result = self._begin(run)
+        if isinstance(result, Outcome):
+            self.finish(run, result)
+            return None
+        return self._complete(run, result)
+
     async def _execute(self, run: Run) -> None:
+        """A run claimed ahead of its due time, in a task of its own."""
+        await self._complete(run, self._when_due(run))
+
+    async def _when_due(self, run: Run) -> Outcome:
+        clock, due = self.clock, run.claim.due_ms
+        # Start it when it is due. The loop, because an event loop timer may fire a
+        # fraction of a millisecond early.
+        while (ahead := due - clock.now()) > 0:  # noqa: ASYNC110 - a timer, not a poll
+            await asyncio.sleep(ahead / 1000)
+        return await self.executor.run(self.task_type, self.timeout, run)
+
+    async def _complete(self, run: Run, call: Awaitable[Outcome]) -> None:
+        """Await the rest of a run, then hand its outcome on."""
         try:
-            if run.early:
-                clock, due = self.clock, run.claim.due_ms
-                # Claimed ahead of time: start it when it is due. The loop, because an event
-                # loop timer may fire a fraction of a millisecond early.
-                while (ahead := due - clock.now()) > 0:  # noqa: ASYNC110 - a timer, not a poll
-                    await asyncio.sleep(ahead / 1000)
-            outcome = await self.executor.run(self.task_type, self.timeout, run)
+            outcome = await call
         except asyncio.CancelledError:
             if run.aborted is None:
                 # Cut short by the end of the grace period: hand the task back.
@@ -241,7 +265,7 @@ class TypeRunner:
             # aborted, so that its trigger says what follows.
             abort_taken(run)
             run.early = False
-            await self._execute(run)
+            await self._complete(run, self.executor.run(self.task_type, self.timeout, run))
             return
         except Exception as exc:  # the executor's own guard failed: still free the slot
             log.exception("%s: a run failed outside its handler", self.name)
@@ -252,13 +276,14 @@ class TypeRunner:
     def finish(self, run: Run, outcome: Outcome, started: bool = True) -> None:
         if started:
             self.running -= 1
-        if outcome.op == "hold" and outcome.due_ms is not None:
-            self.held_until_ms = max(self.held_until_ms, outcome.due_ms)
+        # By index (a named tuple's fields cost a call, on every run): op, due.
+        if outcome[0] == "hold" and outcome[2] is not None:
+            self.held_until_ms = max(self.held_until_ms, outcome[2])
         run.finished = True
         if self.record is not None and outcome[NOTE] is None:  # the history's note rides along
             outcome = note(run, outcome, self.clock.now_ms())
         run.outcome = outcome
-        self.outbox.put(self.name, self.active, run)
+        self._put(run)
         if self.waiting_for_slot:
             self.waiting_for_slot = False
             self.signal.set()

@@ -51,24 +51,27 @@ def settle_ops(
     ran_lines: list[str] = []
     ran_runs: list[str] = []
     rest: list[Outcome] = []
+    to_plain, to_plain_lines, to_rest = plain.append, plain_lines.append, rest.append
+    to_ran, to_ran_lines, to_ran_runs = ran.append, ran_lines.append, ran_runs.append
     for o in chunk:  # op, claim, due, record, error, dead_id, dead_record, spawn, unique_ms,
         c = o[1]  # aborted, note; c: id, token, stalls, due, record
         if o[0] != "done" or o[5] or o[7] is not None or o[8] or "\n" in c[0]:
-            rest.append(o)
+            to_rest(o)
             continue
         n = o[NOTE]  # started, finished, attempt, occurrence, outcome, error, trace
         if n is None or not recorded:
-            plain.append(o)
-            plain_lines.append(f"{c[1]}|{c[0]}")
+            to_plain(o)
+            to_plain_lines(f"{c[1]}|{c[0]}")
         elif n[4] == "done" and not n[5] and not n[6]:
-            end = n[1]
-            took = end - n[0] if n[0] else ""
-            attempt = "" if n[2] == 1 else n[2]
-            ran.append(o)
-            ran_lines.append(f"{c[1]}|{c[0]}")
-            ran_runs.append(f"{now_ms - end}|{took}|{attempt}|{now_ms - n[3]}")
+            started, end, attempt, occurrence = n[0], n[1], n[2], n[3]
+            to_ran(o)
+            to_ran_lines(f"{c[1]}|{c[0]}")
+            took = end - started if started else ""
+            to_ran_runs(
+                f"{now_ms - end}|{took}|{'' if attempt == 1 else attempt}|{now_ms - occurrence}"
+            )
         else:
-            rest.append(o)
+            to_rest(o)
     ops: list[Any] = []
     if plain:
         ops += ("done*", "\n".join(plain_lines))

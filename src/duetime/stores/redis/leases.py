@@ -24,6 +24,35 @@ SETTLE_CHUNK = 500
 SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
 
 
+def claims_of(reply: list[Any]) -> list[Claim]:
+    """The claims in a reply of claim_due.lua (``id, token, stalls, due, record`` each,
+    after the first three values): read inline as the replies come (ids and records as
+    bytes, due times as digits), else value by value, whatever the bytes (:mod:`.wire`)."""
+    new, decode, claim = tuple.__new__, bytes.decode, Claim
+    try:
+        return [
+            new(
+                claim,
+                (
+                    decode(reply[i], "utf-8", "surrogateescape"),
+                    reply[i + 1],
+                    reply[i + 2],
+                    int(reply[i + 3]),
+                    decode(reply[i + 4], "utf-8", "surrogateescape"),
+                ),
+            )
+            for i in range(3, len(reply), 5)
+        ]
+    except (TypeError, ValueError):  # a value of another kind: read each the long way
+        text, ms = wire.text, wire.ms
+        return [
+            new_claim(
+                text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4])
+            )
+            for i in range(3, len(reply), 5)
+        ]
+
+
 class _Core(Protocol):
     """What the hot path uses of the store."""
 
@@ -73,14 +102,9 @@ class RedisLeases:
         if self._cluster and task_type not in self._claimed:  # a type to be woken for
             self._claimed.add(task_type)
             self._more_claimed.set()
-        text, ms = wire.text, wire.ms
-        claims = [
-            new_claim(
-                text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4])
-            )
-            for i in range(3, len(reply), 5)
-        ]
-        return ClaimBatch(claims, wire.readable(reply[0]), reply[1], wire.readable(reply[2]))
+        return ClaimBatch(
+            claims_of(reply), wire.readable(reply[0]), reply[1], wire.readable(reply[2])
+        )
 
     async def settle(
         self: _Core,
