@@ -72,6 +72,12 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=500, help="samples a second")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--raw", help="keep py-spy's folded stacks in this file")
+    parser.add_argument(
+        "--all-threads",
+        action="store_true",
+        help="sample every thread, waiting or not (by default only the thread that holds "
+        "the GIL: where the worker's CPU goes, the SQLite store's thread included)",
+    )
     args = parser.parse_args()
     spy = shutil.which("py-spy")
     if spy is None:
@@ -85,7 +91,9 @@ def main() -> None:
         subprocess.run([*agent, "seed", url, ns, str(args.n)], check=True, capture_output=True)
         raw = Path(args.raw) if args.raw else tmp / "raw.txt"
         worker = [*agent, "worker", url, ns, str(args.n), str(tmp / "out.json"), "1000"]
-        cmd = [spy, "record", "-r", str(args.rate), "-f", "raw", "-o", str(raw), "--", *worker]
+        cmd = [spy, "record", "-r", str(args.rate), "-f", "raw", "-o", str(raw)]
+        cmd += [] if args.all_threads else ["--gil"]
+        cmd += ["--", *worker]
         subprocess.run(cmd, check=True, capture_output=True)
         print(f"{b.label}, {args.store}, {args.n} tasks")
         summarise(raw, args.top)

@@ -55,6 +55,8 @@ _scan = _decoder.scan_once  # type: ignore[attr-defined]
 #: How every record duetime writes begins: the payload comes first.
 _HEAD = '{"p":'
 _AFTER_HEAD = len(_HEAD)
+#: Where a plain record (``{"p":<payload>}``) holds its payload's text.
+PAYLOAD = slice(_AFTER_HEAD, -1)
 #: More failed attempts than this at one occurrence is not a count duetime wrote.
 MAX_FAILURES = 2**31
 #: The fast parser of a plain record's payload, or None. It reads what the standard
@@ -135,9 +137,9 @@ class Record:
         Raises:
             SchemaError: naming what is wrong with it.
         """
-        plain = plain_payload(text)
-        if plain is not None:
-            return cls(plain[0], None, None, 0, None, 0, plain[1])
+        payload = plain_payload(text)
+        if payload is not None:
+            return cls(text[PAYLOAD], None, None, 0, None, 0, payload)
         if not text.isascii():
             try:
                 text.encode()
@@ -187,19 +189,18 @@ class Record:
         return cls(payload_json, trigger, occurrence, failures, trace, unique, payload)
 
 
-def plain_payload(text: str) -> tuple[str, dict[str, Any]] | None:
-    """A one-off task's first attempt, ``{"p":<payload>}`` (the hot path), read by the fast
-    parser: its payload's text and the payload, or None for any other record. The payload
-    is all between the head and the last brace, and reading that alone fails for every
-    other record (a field after the payload, a second "p")."""
+def plain_payload(text: str) -> dict[str, Any] | None:
+    """The payload of a one-off task's first attempt, ``{"p":<payload>}`` (the hot path),
+    read by the fast parser; None for any other record. The payload is all between the
+    head and the last brace (its text: ``text[PAYLOAD]``), and reading that alone fails for
+    every other record (a field after the payload, a second "p")."""
     if _fast_json is None or not text.startswith(_HEAD) or not text.endswith("}"):
         return None
-    payload_json = text[_AFTER_HEAD:-1]
     try:
-        payload = _fast_json(payload_json)
+        payload = _fast_json(text[PAYLOAD])
     except _FAST_ERRORS:
         return None  # not JSON, or not UTF-8: the long way says what is wrong
-    return (payload_json, payload) if type(payload) is dict else None
+    return payload if type(payload) is dict else None
 
 
 def _parse(text: str) -> Any:

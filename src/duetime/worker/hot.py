@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from duetime.clock import MAX_MS, MIN_MS
 from duetime.context import Context
-from duetime.record import Record, plain_payload
+from duetime.record import PAYLOAD, Record, plain_payload
 from duetime.stores.base import Outcome, done
 from duetime.stores.runs import RunNote
 from duetime.tasktype import TaskType
@@ -88,19 +88,19 @@ def _hot(
         task_id, _, stalls, due, text = claim
         if stalls or run.aborted is not None:
             return general(task_type, time_limit, run)
-        plain = plain_payload(text)
-        if plain is None or not task_id.isascii() or not MIN_MS <= due <= MAX_MS:
+        payload = plain_payload(text)
+        if payload is None or not task_id.isascii() or not MIN_MS <= due <= MAX_MS:
             return general(task_type, time_limit, run)  # decoded and judged the long way
         ctx = None
         if takes_ctx:
             try:
                 ctx = handler_context(app, task_type, claim, 1, due)  # a first attempt
             except Exception as exc:
-                record = Record(plain[0], _payload=plain[1])
+                record = Record(text[PAYLOAD], _payload=payload)
                 return executor.internal(task_type.name, claim, record, exc, run)
         run.fired_ms = now()  # (for the minute counter and the history)
         try:
-            call = call_of(plain[1], ctx)
+            call = call_of(payload, ctx)
             waiting = call.send(None)
         except StopIteration:
             if noted:  # the run's note, for the history: its first attempt
@@ -110,8 +110,8 @@ def _hot(
         except asyncio.CancelledError:  # its handler raised it: handed back, as if cut short
             return Outcome("release", claim, due)
         except Exception as exc:
-            return _failure(executor, task_type, time_limit, run, plain, ctx, exc)
-        return _goes_on(executor, task_type, time_limit, run, call, waiting, plain, ctx)
+            return _failure(executor, task_type, time_limit, run, payload, ctx, exc)
+        return _goes_on(executor, task_type, time_limit, run, call, waiting, payload, ctx)
 
     return begin
 
@@ -123,16 +123,16 @@ async def _goes_on(
     run: Run,
     call: Coroutine[Any, Any, object],
     waiting: object,
-    plain: tuple[str, dict[str, Any]],
+    payload: dict[str, Any],
     ctx: Context | None,
 ) -> Outcome:
     """A hot-path run whose handler waits: the rest of its call, then its outcome."""
     try:
         await resume(call, waiting)
     except Exception as exc:
-        return await _failure(executor, task_type, time_limit, run, plain, ctx, exc)
+        return await _failure(executor, task_type, time_limit, run, payload, ctx, exc)
     if run.aborted is not None:
-        return await _failure(executor, task_type, time_limit, run, plain, ctx)
+        return await _failure(executor, task_type, time_limit, run, payload, ctx)
     return executor.done(task_type, run, 1, run.claim.due_ms)
 
 
@@ -141,14 +141,15 @@ async def _failure(
     task_type: TaskType,
     time_limit: float | None,
     run: Run,
-    plain: tuple[str, dict[str, Any]],
+    payload: dict[str, Any],
     ctx: Context | None,
     error: Exception | None = None,
 ) -> Outcome:
     """The outcome of a hot-path run whose handler raised ``error`` (or that is being
-    aborted), through the executor's failure path of a task without a trigger."""
-    record = Record(plain[0], _payload=plain[1])
+    aborted), through the executor's failure path of a task without a trigger: its record
+    as stored, with the payload its handler was given."""
     claim = run.claim
+    record = Record(claim.record[PAYLOAD], _payload=payload)
     try:
         return await executor.failed(
             task_type, time_limit, run, record, claim.due_ms, 1, ctx, error

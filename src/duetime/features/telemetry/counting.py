@@ -69,36 +69,43 @@ class MinuteCounter(Listener):
         start = self._minute  # the minute of ``row``, from start to end
         end = start + MINUTE_MS
         first_bound = LATENESS_BUCKETS_MS[0]
+        # What most runs add (fired on time, and succeeded) is counted here and added to
+        # the row when the minute changes and at the end: this runs for every task.
+        fired_n = on_time = succeeded = 0
         for run in runs:
             outcome = run.outcome
             if outcome is None:  # pragma: no cover - a settled run has its outcome
                 continue
-            # Unpacked, not read by name: this runs for every task the worker settles.
+            # Unpacked, not read by name.
             op, claim, _due, _record, error, dead_id, _dead, _spawn, _unique, _aborted, _note = (
                 outcome
             )
             fired, due = run.fired_ms, claim[3]
             at = fired or due  # no handler ran: when it was due
             if not start <= at < end or row is None:
+                if row is not None:
+                    _add(row, fired_n, on_time, succeeded)
+                    fired_n = on_time = succeeded = 0
                 row = self._row(at, task_type)
                 start = self._minute
                 end = start + MINUTE_MS
             if fired:
-                row[FIRED] += 1
+                fired_n += 1
                 late = at - due
-                row[
-                    FIRST_BUCKET
-                    if late <= first_bound
-                    else FIRST_BUCKET + bisect_left(LATENESS_BUCKETS_MS, late)
-                ] += 1
+                if late <= first_bound:
+                    on_time += 1
+                else:
+                    row[FIRST_BUCKET + bisect_left(LATENESS_BUCKETS_MS, late)] += 1
                 if error:
                     row[FAILED] += 1
                 elif op in _SUCCEEDED:
-                    row[SUCCEEDED] += 1
+                    succeeded += 1
             if op == "retry":
                 row[RETRIED] += 1
             elif op == "dead" or dead_id:
                 row[DEAD_LETTERED] += 1
+        if row is not None:
+            _add(row, fired_n, on_time, succeeded)
 
     def missed_ticks(self, event: WorkerEvent) -> None:
         self._row(event.due_ms, event.task_type)[MISSED] += event.count
@@ -146,3 +153,9 @@ class MinuteCounter(Listener):
             )
         else:
             self._outage.ok()
+
+
+def _add(row: list[int], fired: int, on_time: int, succeeded: int) -> None:
+    row[FIRED] += fired
+    row[FIRST_BUCKET] += on_time
+    row[SUCCEEDED] += succeeded
