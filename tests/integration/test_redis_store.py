@@ -249,6 +249,30 @@ async def test_a_resent_claim_returns_the_same_claims(store: RedisStore, namespa
     assert [c.id for c in rest.claims] == ["t2"]
 
 
+async def test_a_resent_settle_answers_as_the_first_send_did(
+    store: RedisStore, namespace: str
+) -> None:
+    """The second send finds the first's answers (kept for a resend), instead of reporting
+    the outcomes it kept as lost leases."""
+    from duetime.stores.redis.keys import call_key
+
+    k = type_keys(namespace, "mail")
+    await store.schedule("mail", [NewTask(f"t{i}", T0, REC) for i in range(2)])
+    claimed = await store.claim(
+        "mail", now_ms=T0, limit=2, lease_ms=1000, max_stalls=1, at_most_once=False
+    )
+    keys = [k.due, k.running, k.data, k.lease, k.meta, k.dead, call_key(k, "s1"), k.gate]
+    keys += (k.order, k.lane, k.group, k.groups, k.ready)
+    lines = "\n".join(f"{c.token}|{c.id}" for c in claimed.claims)
+    args = [T0, f"duetime:{{{namespace}}}:wake", "mail", 15_000, "done*", lines]
+
+    first = await store._run("settle", keys, args)
+    again = await store._run("settle", keys, args)  # as if the first reply was lost
+
+    assert first == again == [1, 1]
+    assert await store.get("mail", "t0") is None
+
+
 async def _markers(raw: aredis.Redis, namespace: str) -> list[str]:
     return [name async for name in raw.scan_iter(match=f"duetime:{{{namespace}:mail}}:call:*")]
 

@@ -83,7 +83,7 @@ if gate_kind ~= 'none' and gate_kind ~= 'hash' then
 end
 local replay = redis.call('GET', call)
 if replay then
-  return cjson.decode(replay)  -- this call was sent before and its reply lost
+  return cmsgpack.unpack(replay)  -- this call was sent before and its reply lost
 end
 local now, limit = tonumber(ARGV[1]), tonumber(ARGV[2])
 local lease_ms, max_stalls = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -318,6 +318,7 @@ else
   out[1] = next_due or next_lease or ''
 end
 if remember > 0 then
-  redis.call('SET', call, cjson.encode(out), 'PX', remember)
+  -- MessagePack: a claim's records are packed several times faster than as JSON.
+  redis.call('SET', call, cmsgpack.pack(out), 'PX', remember)
 end
 return out

@@ -78,7 +78,7 @@ if bad then
 end
 local replay = redis.call('GET', call)
 if replay then
-  return cjson.decode(replay)  -- this call was sent before and its reply lost
+  return cmsgpack.unpack(replay)  -- this call was sent before and its reply lost
 end
 local now, remember = ARGV[1], tonumber(ARGV[4])
 if not tonumber(now) or not remember then
@@ -290,6 +290,6 @@ if log then
   end
 end
 if remember > 0 then
-  redis.call('SET', call, cjson.encode(kept), 'PX', remember)
+  redis.call('SET', call, cmsgpack.pack(kept), 'PX', remember)
 end
 return kept
