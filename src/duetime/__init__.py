@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from duetime.app import App
 from duetime.calls.aborts import AbortStatus
 from duetime.client import Client
@@ -32,20 +35,56 @@ from duetime.errors import (
     UnknownTaskType,
     ValidationError,
 )
-from duetime.features.cron.manage import CronInfo
-from duetime.features.expiring.group import ExpiringGroup
-from duetime.features.history.runs import RunInfo
-from duetime.features.pollers.events import ErrorEvent, PollerEvents, TaskEvent
-from duetime.features.pollers.poller import PollContext, Poller
-from duetime.features.telemetry import MinuteCounts, TypeHistory, WorkerInfo
-from duetime.interval import CalendarInterval
 from duetime.model import Backoff, History, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
-from duetime.rate import Rate
-from duetime.sync import SyncClient
 from duetime.tasktype import TaskType
-from duetime.triggers.periodic import deep_merge
 from duetime.version import VERSION
 from duetime.worker import Listener, Worker, WorkerEvent
+
+if TYPE_CHECKING:
+    from duetime.features.cron.manage import CronInfo
+    from duetime.features.expiring.group import ExpiringGroup
+    from duetime.features.history.runs import RunInfo
+    from duetime.features.pollers.events import ErrorEvent, PollerEvents, TaskEvent
+    from duetime.features.pollers.poller import PollContext, Poller
+    from duetime.features.telemetry import MinuteCounts, TypeHistory, WorkerInfo
+    from duetime.interval import CalendarInterval
+    from duetime.rate import Rate
+    from duetime.sync import SyncClient
+    from duetime.triggers.periodic import deep_merge
+
+#: The public names whose modules are imported when a name is first used: what an app
+#: that uses none of their features never needs (``import duetime`` stays quick).
+_LAZY = {
+    "CronInfo": "duetime.features.cron.manage",
+    "ExpiringGroup": "duetime.features.expiring.group",
+    "RunInfo": "duetime.features.history.runs",
+    "ErrorEvent": "duetime.features.pollers.events",
+    "PollerEvents": "duetime.features.pollers.events",
+    "TaskEvent": "duetime.features.pollers.events",
+    "PollContext": "duetime.features.pollers.poller",
+    "Poller": "duetime.features.pollers.poller",
+    "MinuteCounts": "duetime.features.telemetry",
+    "TypeHistory": "duetime.features.telemetry",
+    "WorkerInfo": "duetime.features.telemetry",
+    "CalendarInterval": "duetime.interval",
+    "Rate": "duetime.rate",
+    "SyncClient": "duetime.sync",
+    "deep_merge": "duetime.triggers.periodic",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'duetime' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # found once: later uses do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 
 __version__ = VERSION
 

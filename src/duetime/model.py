@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from duetime.backoff import backoff_delay
 from duetime.errors import ValidationError
-from duetime.interval import CalendarInterval
-from duetime.rate import Rate, as_rate, check_global_concurrency
 from duetime.validate import as_timedelta, check_int, duration_ms
+
+if TYPE_CHECKING:  # imported where a rate or a calendar interval is given
+    from duetime.interval import CalendarInterval
+    from duetime.rate import Rate
 
 Delivery = Literal["at_least_once", "at_most_once"]
 #: What scheduling an id does when a task with that id is pending (waits or runs): see
@@ -143,11 +145,14 @@ class TaskPolicy:
     def __post_init__(self) -> None:
         check_int("concurrency", self.concurrency)
         for name in ("rate", "group_rate"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, Rate):
-                raise ValidationError(name, "must be a duetime.Rate (or, as an option, 'N/s')")
-        check_global_concurrency(self.global_concurrency)
-        check_global_concurrency(self.group_concurrency, "group_concurrency")
+            if getattr(self, name) is not None:
+                from duetime.rate import Rate
+
+                if not isinstance(getattr(self, name), Rate):
+                    raise ValidationError(name, "must be a duetime.Rate (or, as an option, 'N/s')")
+        for name in ("global_concurrency", "group_concurrency"):  # None, or 1 or more
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name))
         if not isinstance(self.backoff, Backoff):
             raise ValidationError("backoff", "must be a duetime.Backoff, or a number of seconds")
         if self.timeout is not None:
@@ -184,6 +189,8 @@ class TaskPolicy:
         given["backoff"] = _backoff(given.get("backoff"))
         for name in ("rate", "group_rate"):
             if name in given:
+                from duetime.rate import as_rate
+
                 given[name] = as_rate(given[name], name)
         if "lease" in given:
             given["lease"] = as_timedelta("lease", given["lease"]) or DEFAULT_LEASE

@@ -85,11 +85,3 @@ def as_rate(value: object, field: str = "rate") -> Rate | None:
         except ValidationError as exc:  # a count of 0: named as the option that gave it
             raise ValidationError(field, exc.problem) from None
     raise ValidationError(field, f"{_FORMS}, not {type(value).__name__}")
-
-
-def check_global_concurrency(value: object, field: str = "global_concurrency") -> int | None:
-    """``value`` if it is None or an integer of 1 or more (``global_concurrency``,
-    ``group_concurrency``)."""
-    if value is None:
-        return None
-    return check_int(field, value)

@@ -41,7 +41,7 @@ from duetime.clock import MAX_MS, in_range
 from duetime.errors import SchemaError
 from duetime.stores.base import Claim
 from duetime.triggers.base import Next, Trigger
-from duetime.triggers.kinds import KINDS
+from duetime.triggers.kinds import kind_of
 from duetime.validate import dump_json
 
 
@@ -171,11 +171,8 @@ class Record:
     def _with_fields(cls, payload_json: str, payload: dict[str, Any], doc: Any) -> Record:
         if type(doc) is not dict:
             raise SchemaError("record is not an object with a payload object under 'p'")
-        trigger = None
-        for kind in KINDS:
-            if kind.KEY in doc:
-                trigger = kind.from_record(doc)
-                break
+        kind = kind_of(doc)
+        trigger = None if kind is None else kind.from_record(doc)
         occurrence, failures, trace = doc.get("o"), doc.get("f", 0), doc.get("t")
         if occurrence is not None and not (type(occurrence) is int and in_range(occurrence)):
             raise SchemaError("field 'o' of the record is not a time (ms) of the years 1-9999")

@@ -7,13 +7,15 @@ import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from duetime.errors import DuplicateTaskNameError, UnknownTaskType, ValidationError
 from duetime.model import History, Pacing, Reschedule, TaskPolicy
-from duetime.rate import Rate
 from duetime.stores.gating import Gate
 from duetime.validate import check_name, check_partitions
+
+if TYPE_CHECKING:
+    from duetime.rate import Rate
 
 Handler = Callable[..., Any]
 Hook = Callable[..., "Reschedule | bool | None | Awaitable[Reschedule | bool | None]"]

@@ -173,3 +173,16 @@ def test_a_task_with_unique_for_is_written_with_its_mark() -> None:
     task = Task("t", "a", payload={"v": 1}, unique_for=timedelta(hours=1))
     assert new_task(task, 1000, 1024).record == '{"p":{"v":1},"q":3600000}'
     assert new_task(Task("t", "a", payload={"v": 1}), 1000, 1024).record == '{"p":{"v":1}}'
+
+
+def test_each_trigger_mark_names_the_kind_that_writes_it() -> None:
+    """A kind's module is imported when a record carries its mark (triggers/kinds.py)."""
+    import importlib
+
+    from duetime.triggers.kinds import MARKS, kind_of
+
+    assert len({key for key, _, _ in MARKS}) == len(MARKS)
+    for key, module, name in MARKS:
+        kind = getattr(importlib.import_module(module), name)
+        assert kind.KEY == key and kind_of({key: 1}) is kind
+    assert kind_of({"o": 5, "f": 1}) is None

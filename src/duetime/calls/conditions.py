@@ -24,7 +24,6 @@ from duetime.record import Record
 from duetime.stores.base import NewTask
 from duetime.stores.capabilities import ConditionalSchedule
 from duetime.stores.conditional import Answer, Condition, Mode, Pending
-from duetime.triggers.periodic import deep_merge
 from duetime.validate import encode_payload
 
 #: How many times a merge is made again because the pending task changed under it (a run
@@ -134,6 +133,8 @@ def merged(w: Wanted, pending: Pending, record: str, max_payload_bytes: int) -> 
             "schedule it with if_exists='replace' to write over it"
         ) from None
     try:
+        from duetime.triggers.periodic import deep_merge  # a merge's, imported by the first
+
         payload = encode_payload(deep_merge(stored.payload, w.payload or {}), max_payload_bytes)
     except ValidationError as exc:
         raise type(exc)(exc.field, f"merged into the pending one, {exc.problem}") from None

@@ -3,14 +3,14 @@ what the store writes."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from duetime.clock import MAX_MS
 from duetime.errors import ValidationError
-from duetime.interval import CalendarInterval, CalendarSeries
 from duetime.model import Task
 from duetime.record import Record
 from duetime.stores.base import NewTask
 from duetime.stores.conditional import MODES
-from duetime.triggers.periodic import Periodic
 from duetime.validate import (
     check_id,
     check_int,
@@ -19,6 +19,9 @@ from duetime.validate import (
     encode_payload,
     to_ms,
 )
+
+if TYPE_CHECKING:
+    from duetime.triggers.periodic import Periodic
 
 #: The nominal length of a calendar step of a day and of a month, kept in the record's
 #: period for versions of duetime without calendar intervals (triggers.periodic).
@@ -60,13 +63,17 @@ def new_task(
 
 
 def _series(task: Task, due_ms: int) -> Periodic | None:
-    """The trigger of a periodic task (None for a one-off), checked."""
+    """The trigger of a periodic task (None for a one-off), checked. What runs series is
+    imported by the first one."""
     every, until, limit = task.every, task.until, task.limit
     if every is None:
         if until is not None or limit is not None:
             field = "until" if until is not None else "limit"
             raise ValidationError(field, "only applies to periodic tasks (with every)")
         return None
+    from duetime.interval import CalendarInterval, CalendarSeries
+    from duetime.triggers.periodic import Periodic
+
     calendar = None
     if isinstance(every, CalendarInterval):
         calendar = CalendarSeries.starting(every, due_ms)

@@ -5,19 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from duetime.errors import ValidationError
-from duetime.features.cron import manage
-from duetime.features.cron.backfill import backfill
 from duetime.features.cron.feature import CronFeature
-from duetime.features.cron.manage import CRON_OPTIONS, CronInfo, CronOptions
 from duetime.features.cron.named import NamedTriggers
+from duetime.features.cron.options import CRON_OPTIONS, CronOptions
 from duetime.model import TaskOptions
 from duetime.registry import AppSide, ClientSide
 from duetime.stores.capabilities import RUN_HISTORY, has
 from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.validate import check_id, check_name, to_ms
+
+if TYPE_CHECKING:
+    from duetime.features.cron.manage import CronInfo
+
+#: The calls on schedules (:mod:`.manage`, with what reads cron expressions) are imported by
+#: each method that needs them: an app without cron schedules never does.
 
 
 class CronTaskOptions(CronOptions, TaskOptions, total=False):
@@ -51,6 +55,8 @@ class CronCalls:
             ValidationError: a bad field (an end before the start, a limit below 1, ...), or
                 ``name`` taken by a schedule of another type; nothing is written.
         """
+        from duetime.features.cron import manage
+
         self.task_type(task)
         declared = manage.define(
             name, task, expression, max_payload_bytes=self.max_payload_bytes, **options
@@ -59,10 +65,14 @@ class CronCalls:
 
     async def pause_cron(self: ClientSide, name: str) -> None:
         """Stop firing the schedule ``name`` until :meth:`resume_cron`; a run in progress ends."""
+        from duetime.features.cron import manage
+
         await manage.set_paused(self.registry.get(CronFeature).named, name, True)
 
     async def resume_cron(self: ClientSide, name: str) -> None:
         """Fire a paused schedule again, from its next tick."""
+        from duetime.features.cron import manage
+
         await manage.set_paused(self.registry.get(CronFeature).named, name, False)
 
     async def trigger_cron(self: ClientSide, name: str) -> str:
@@ -77,6 +87,8 @@ class CronCalls:
         Raises:
             ScheduleNotFound: no schedule has this name (in the store or declared).
         """
+        from duetime.features.cron import manage
+
         named = self.registry.get(CronFeature).named
         return await manage.trigger_now(named, name, await self.now_ms())
 
@@ -118,15 +130,21 @@ class CronCalls:
         store = await self.open()
         recorded = has(self.store(), RUN_HISTORY)
         now = await self.now_ms()
+        from duetime.features.cron.backfill import backfill
+
         return await backfill(named, store, name, start_ms, end_ms, now, recorded=recorded)
 
     async def next_runs(self: ClientSide, name: str, count: int = 5) -> list[datetime]:
         """The next ``count`` ticks of the schedule ``name``, in its time zone."""
+        from duetime.features.cron import manage
+
         named = self.registry.get(CronFeature).named
         return await manage.next_runs(named, name, count, await self.now_ms())
 
     async def crons(self: ClientSide) -> list[CronInfo]:
         """Every cron schedule: those in the store, and those declared in code."""
+        from duetime.features.cron import manage
+
         return await manage.infos(self.registry.get(CronFeature).named)
 
 
@@ -151,6 +169,8 @@ class CronDecorator:
             ValidationError: a bad expression (naming the field), time zone, policy or
                 jitter, or a name already taken by another handler.
         """
+        from duetime.features.cron import manage
+
         check_name("task_type", name)
         given: dict[str, Any] = dict(options)
         schedule = {key: given.pop(key) for key in list(given) if key in CRON_OPTIONS}

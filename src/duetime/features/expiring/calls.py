@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from duetime.features.expiring.feature import ExpiringFeature
-from duetime.features.expiring.group import ExpiringGroup
 from duetime.features.history.settings import check_setting
 from duetime.model import History, Pacing, PolicyOptions, TaskPolicy
 from duetime.registry import AppSide
 from duetime.tasktype import TaskType
 from duetime.validate import check_name
+
+if TYPE_CHECKING:
+    from duetime.features.expiring.group import ExpiringGroup
 
 
 class ExpiringOptions(PolicyOptions, total=False):
@@ -46,6 +48,8 @@ class ExpiringCalls:
         Raises:
             ValidationError: a bad name, TTL or option, or a name already taken.
         """
+        from duetime.features.expiring.group import ExpiringGroup  # an app with a group only
+
         check_name("task_type", name)
         given: dict[str, Any] = dict(options)
         pacing = given.pop("pacing", None)

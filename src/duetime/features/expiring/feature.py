@@ -5,11 +5,13 @@ expiring entries."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.features.base import Feature
-from duetime.features.expiring.group import ExpiringGroup
 from duetime.stores.capabilities import ENTRIES, Capability
+
+if TYPE_CHECKING:  # imported by an app that makes a group (expiring/calls.py)
+    from duetime.features.expiring.group import ExpiringGroup
 
 
 class ExpiringFeature(Feature):

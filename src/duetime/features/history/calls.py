@@ -3,15 +3,17 @@ before the history, ``app.history(minutes)``: the last hour's counts (``app.rece
 
 from __future__ import annotations
 
-from typing import Protocol, overload
+from typing import TYPE_CHECKING, Protocol, overload
 
 from duetime.errors import ValidationError
-from duetime.features.history.runs import RunInfo, read_runs
 from duetime.features.telemetry.history import TypeHistory
 from duetime.model import MAX_HISTORY_KEEP
 from duetime.registry import AppSide
 from duetime.stores.capabilities import RUN_HISTORY, require
 from duetime.validate import check_id, check_int
+
+if TYPE_CHECKING:
+    from duetime.features.history.runs import RunInfo
 
 #: Runs ``app.history`` returns unless told.
 DEFAULT_LIMIT = 50
@@ -77,4 +79,6 @@ class HistoryCalls:
         if check_int("limit", limit) > MAX_HISTORY_KEEP:
             raise ValidationError("limit", f"must be at most {MAX_HISTORY_KEEP:,}")
         require(self.store(), RUN_HISTORY, "app.history", self.where())
+        from duetime.features.history.runs import read_runs
+
         return await read_runs(await self.open(), task_type, task_id, limit)

@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, Unpack
+from typing import TYPE_CHECKING, Literal, Unpack
 
 from duetime.errors import ValidationError
 from duetime.features.keyevents.feature import KeyEventFeature
-from duetime.features.keyevents.routes import UNROUTED, KeyRoute, file_unrouted
 from duetime.model import TaskOptions
 from duetime.registry import AppSide
 from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.validate import check_int, check_name
+
+if TYPE_CHECKING:
+    from duetime.features.keyevents.routes import KeyRoute
 
 
 class KeyEventCalls:
@@ -79,6 +81,8 @@ def _key_route(
     options: TaskOptions,
     pattern: str = "",
 ) -> Callable[[Handler], TaskType]:
+    from duetime.features.keyevents.routes import UNROUTED, KeyRoute, file_unrouted
+
     feature = app.registry.get(KeyEventFeature)
     check_int("db", db, minimum=0)
     if app.store_known():  # else the feature's check does it when the store opens

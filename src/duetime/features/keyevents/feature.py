@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.clock import Clock
 from duetime.errors import StoreError
 from duetime.events import Listener
 from duetime.features.base import Feature, WorkerRun
-from duetime.features.keyevents.routes import KeyEvents, KeyRoute
 from duetime.stores.base import Store
 from duetime.stores.capabilities import KEY_EVENTS, Capability, require, use
+
+if TYPE_CHECKING:  # the routes are imported by an app that has one (keyevents/calls.py)
+    from duetime.features.keyevents.routes import KeyRoute
 
 log = logging.getLogger(__name__)
 
@@ -69,4 +71,6 @@ class _Listening(Listener):
             log.error("%s", problem)
 
     def loops(self, store: Store, clock: Clock) -> list[Coroutine[Any, Any, None]]:
+        from duetime.features.keyevents.routes import KeyEvents
+
         return [KeyEvents(self._routes, use(store, KEY_EVENTS), clock).run()]

@@ -4,26 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from duetime.errors import DuplicateTaskNameError
-from duetime.features.pollers.events import PollerEvents
+from duetime.features.pollers.defaults import POLLER_LEASE, default_delay, default_limit
 from duetime.features.pollers.feature import PollerFeature
-from duetime.features.pollers.poller import (
-    Active,
-    Delay,
-    Limit,
-    Poller,
-    PollerSettings,
-    Scheduler,
-    default_delay,
-    default_limit,
-)
-from duetime.features.pollers.registry import POLLER_LEASE, Pollers, poller_type
+from duetime.features.pollers.registry import Pollers, poller_type
 from duetime.model import DEFAULT_TIMEOUT
 from duetime.registry import AppSide
 from duetime.tasktype import Handler, TaskType, call_mode
 from duetime.validate import check_name, duration_ms
+
+if TYPE_CHECKING:
+    from duetime.features.pollers.events import PollerEvents
+    from duetime.features.pollers.poller import Active, Delay, Limit, Poller, Scheduler
 
 
 class PollerCalls:
@@ -77,6 +71,8 @@ class PollerCalls:
             InvalidTaskConfigurationError: a concurrency below 1, a delay, limit or active
                 that is not callable, or a worker of this app runs already.
         """
+        from duetime.features.pollers.poller import Poller, PollerSettings  # with a poller only
+
         check_name("name", name)
         seconds = None if timeout is None else duration_ms("timeout", timeout) / 1000
         lease_ms = duration_ms("lease", lease)

@@ -5,22 +5,34 @@ poller's next call forward as its instructions end, and tells ``app.events``."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from duetime.clock import Clock
 from duetime.events import Listener
 from duetime.features.base import Feature, WorkerRun
-from duetime.features.pollers.events import PollerEvents
-from duetime.features.pollers.hastener import Hastener
 from duetime.features.pollers.registry import Pollers
 from duetime.stores.base import Store
 
+if TYPE_CHECKING:
+    from duetime.features.pollers.events import PollerEvents
+
 
 class PollerFeature(Feature):
-    """An app's pollers, and the listeners of their events (``app.events``)."""
+    """An app's pollers, and the listeners of their events (``app.events``). What runs
+    pollers is imported only by an app that has one (or listens to their events)."""
 
     def __init__(self) -> None:
         self.pollers = Pollers()
-        self.events = PollerEvents()
+        self._events: PollerEvents | None = None
+
+    @property
+    def events(self) -> PollerEvents:
+        """The listeners of the pollers' events (made on first use)."""
+        if self._events is None:
+            from duetime.features.pollers.events import PollerEvents
+
+            self._events = PollerEvents()
+        return self._events
 
     def worker_types(self, names: Sequence[str]) -> list[str]:
         return self.pollers.expand(names)
@@ -34,6 +46,8 @@ class PollerFeature(Feature):
         listeners: list[Listener] = [running, self.events]
         hastened = [p for p in pollers if p.handler_type is not None and p.name in run.types]
         if hastened:
+            from duetime.features.pollers.hastener import Hastener
+
             listeners.append(Hastener(hastened))
         return listeners
 

@@ -30,6 +30,8 @@ from duetime.errors import (
     UnexpectedTaskInstructionsError,
     ValidationError,
 )
+from duetime.features.pollers.defaults import default_delay as default_delay
+from duetime.features.pollers.defaults import default_limit as default_limit
 from duetime.features.pollers.dispatch import dispatch
 from duetime.features.pollers.lease import CallLease
 from duetime.record import Record
@@ -59,22 +61,6 @@ H = TypeVar("H", bound=Handler)
 Delay = Callable[[int], Any]
 Limit = Callable[[int, list[str]], Any]
 Active = Callable[[str], Any]
-
-
-def default_delay(attempt: int) -> float:
-    """The wait before the next call, in seconds: 0.1 after a call that produced
-    instructions (``attempt`` 0), then ``attempt`` seconds, at most 60.
-
-    This is what Planton's README example means; its code takes
-    ``max(attempt * 1000, 60000)`` ms, which waits at least a minute every time, where its
-    comment asks for a back-off that grows: a ``min`` was meant.
-    """
-    return 0.1 if attempt == 0 else min(attempt, 60)
-
-
-def default_limit(concurrency: int, active: list[str]) -> int:
-    """How many instructions the scheduler may return: the free slots."""
-    return concurrency - len(active)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,23 +5,23 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Container, Sequence
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from duetime.errors import InvalidTaskConfigurationError
-from duetime.features.pollers.poller import Poller
+from duetime.features.pollers.defaults import POLLER_LEASE as POLLER_LEASE
 from duetime.model import Pacing, TaskPolicy
 from duetime.stores.base import Store
 from duetime.tasktype import TaskType
 from duetime.triggers.poll import tick_type
+
+if TYPE_CHECKING:
+    from duetime.features.pollers.poller import Poller
 
 log = logging.getLogger("duetime.pollers")
 
 #: A poller's task goes to the dead letters only after this many expired leases in a row
 #: (workers that died or hung in its calls): never, in practice. A poller must go on.
 POLLER_MAX_STALLS = 1_000_000
-#: How long a poller's call is held by a worker that stopped answering before another
-#: worker takes it over (its lease; renewed while the call runs), unless the poller sets
-#: its own ``lease``.
-POLLER_LEASE = timedelta(seconds=10)
 
 
 class Pollers:
