@@ -31,6 +31,7 @@ from redis.asyncio.connection import AbstractConnection
 from duetime.backoff import backoff_delay
 from duetime.errors import LeaseLost, StoreError, StoreRefused, StoreUnavailable
 from duetime.stores import wire
+from duetime.stores.redis.source import assemble
 
 _hiredis_pack: Callable[..., Any] | None
 try:
@@ -39,7 +40,8 @@ except ImportError:  # pragma: no cover - hiredis comes with redis[hiredis]
     _hiredis_pack = None
 
 _PREAMBLE = "_preamble.lua"
-#: Shared functions beyond the preamble, put after it in the scripts that use them.
+#: Shared functions beyond the preamble, put after it in the scripts that use them (each
+#: script takes only the definitions it uses: :mod:`.source`).
 INCLUDES = {
     "claim_due": ("_gate.lua", "_lanes.lua", "_groups.lua"),
     "schedule": ("_lanes.lua", "_groups.lua"),
@@ -103,12 +105,22 @@ class Script:
 
 def _load(name: str) -> Script:
     folder = resources.files("duetime.stores.redis") / "lua"
-    parts = (_PREAMBLE, *INCLUDES.get(name, ()), f"{name}.lua")
-    source = "\n".join((folder / part).read_text() for part in parts)
+    shared = [(folder / part).read_text() for part in (_PREAMBLE, *INCLUDES.get(name, ()))]
+    source = assemble(shared, (folder / f"{name}.lua").read_text())
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
 
 
-SCRIPTS = {name: _load(name) for name in NAMES}
+class _Scripts(dict[str, Script]):
+    """The scripts by name, each read and assembled the first time it is sent."""
+
+    def __missing__(self, name: str) -> Script:
+        if name not in NAMES:
+            raise KeyError(name)
+        script = self[name] = _load(name)
+        return script
+
+
+SCRIPTS: dict[str, Script] = _Scripts()
 
 
 def check_reply(reply: Any) -> Any:

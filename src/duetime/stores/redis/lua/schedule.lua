@@ -71,10 +71,16 @@ if ARGV[6] ~= '' and #groups ~= (#ARGV - 6) / 3 then
   return {-2, 'expected a group a triple'}
 end
 local gk = {group = KEYS[8], groups = KEYS[9], ready = KEYS[10]}
-local wrong = wrong_type({KEYS[6], 'zset', KEYS[7], 'hash', gk.group, 'hash',
-                          gk.groups, 'zset', gk.ready, 'zset'})
-if wrong then
-  return {-1, wrong}
+-- A type without priorities and groups (the common case) has none of their five keys:
+-- one call finds that, where checking and keeping them would take nine.
+local extras = #priorities > 0 or ARGV[6] ~= ''
+    or redis.call('EXISTS', KEYS[6], KEYS[7], gk.group, gk.groups, gk.ready) > 0
+if extras then
+  local wrong = wrong_type({KEYS[6], 'zset', KEYS[7], 'hash', gk.group, 'hash',
+                            gk.groups, 'zset', gk.ready, 'zset'})
+  if wrong then
+    return {-1, wrong}
+  end
 end
 local token = ARGV[4]
 if token ~= '' then
@@ -130,8 +136,10 @@ for i = 7, #ARGV, 3 do
     hset[#hset + 1] = id
     hset[#hset + 1] = record
     ids[#ids + 1] = id
-    lanes[#lanes + 1] = {id, due, priorities[(i - 4) / 3] or 0}
-    grouped[#grouped + 1] = {id, due, groups[(i - 4) / 3] or ''}
+    if extras then
+      lanes[#lanes + 1] = {id, due, priorities[(i - 4) / 3] or 0}
+      grouped[#grouped + 1] = {id, due, groups[(i - 4) / 3] or ''}
+    end
   end
 end
 if #ids == 0 then
@@ -184,11 +192,13 @@ end
 
 -- Written from here on.
 bulk('HSET', KEYS[2], hset, BULK_SLICE + 1)
-lane_add(KEYS[6], KEYS[7], KEYS[1], lanes)
-if #priorities > 0 or redis.call('EXISTS', KEYS[7]) == 1 then
-  lane_keep(KEYS[7], lanes)
+if extras then
+  lane_add(KEYS[6], KEYS[7], KEYS[1], lanes)
+  if #priorities > 0 or redis.call('EXISTS', KEYS[7]) == 1 then
+    lane_keep(KEYS[7], lanes)
+  end
+  group_keep(gk, grouped, group_add(gk, KEYS[1], grouped))
 end
-group_keep(gk, grouped, group_add(gk, KEYS[1], grouped))
 bulk('ZADD', KEYS[1], zadd)
 if dead then
   local revived = {}
