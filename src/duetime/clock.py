@@ -22,6 +22,7 @@ SAMPLES = 5
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 MS = timedelta(milliseconds=1)
+US = timedelta(microseconds=1)
 #: The epoch milliseconds a datetime can hold: from the year 1 to the end of the year 9999.
 MIN_MS = -((EPOCH - datetime.min.replace(tzinfo=UTC)) // MS)
 MAX_MS = (datetime.max.replace(tzinfo=UTC) - EPOCH) // MS
@@ -53,6 +54,12 @@ def iso(ms: float) -> str:
 def epoch_ms(moment: datetime) -> int:
     """Epoch milliseconds of an aware datetime, rounded up (never before the moment)."""
     return -((EPOCH - moment) // MS)
+
+
+def lead_us(moment: datetime, due_ms: int) -> int:
+    """How many microseconds before ``due_ms`` (its :func:`epoch_ms`) an aware datetime
+    is: 0 to 999."""
+    return due_ms * 1000 - (moment - EPOCH) // US
 
 
 class Clock(Protocol):

@@ -242,7 +242,7 @@ async def test_a_resent_claim_returns_the_same_claims(store: RedisStore, namespa
     first = await store._run("claim_due", keys, args)
     again = await store._run("claim_due", keys, args)  # as if the first reply was lost
 
-    assert again == first and len(first) == 3 + 2 * 5  # next, reaped, open; two claims
+    assert again == first and len(first) == 3 + 2 * 6  # next, reaped, open; two claims
     rest = await store.claim(
         "mail", now_ms=T0, limit=10, lease_ms=1000, max_stalls=1, at_most_once=False
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from duetime.clock import MAX_MS
+from duetime.clock import MAX_MS, lead_us
 from duetime.errors import ValidationError
 from duetime.model import Task
 from duetime.record import Record
@@ -45,8 +45,10 @@ def new_task(
     group = "" if task.group is None else check_id(task.group, "group")
     if task.at is not None and task.delay is not None:
         raise ValidationError("at", "give either at or delay, not both")
+    lead = 0
     if task.at is not None:
         due = to_ms("at", task.at)
+        lead = lead_us(task.at, due)  # the moment asked for, to the microsecond
     else:
         assert now_ms is not None
         due = now_ms + (
@@ -59,7 +61,7 @@ def new_task(
     # A series' record names the occurrence it waits for (see triggers.periodic).
     occurrence = None if trigger is None else due
     record = Record(payload, trigger, occurrence, unique_ms=unique_ms(task))
-    return NewTask(task.task_id, due, record.encode(), priority, group)
+    return NewTask(task.task_id, due, record.encode(), priority, group, lead)
 
 
 def _series(task: Task, due_ms: int) -> Periodic | None:

@@ -17,13 +17,19 @@ class NewTask(NamedTuple):
     """A task to write: its id, due time, record, priority (-100 to 100: among due tasks of
     its type, higher is claimed first) and group ("" for none: a type's group limits hold
     each group to its own share, see :class:`~duetime.stores.gating.Gate`). The store keeps
-    the priority and the group with the task until the task is gone or scheduled again."""
+    the priority and the group with the task until the task is gone or scheduled again.
+
+    ``lead_us`` (0 to 999): how many microseconds before ``due_ms`` (a whole millisecond,
+    rounded up) the task is due. A store that keeps due times finer than a millisecond
+    (Redis) keeps it, and its claims give it back (:attr:`Claim.lead_us`); another ignores
+    it, and the task starts at ``due_ms``."""
 
     id: str
     due_ms: int
     record: str
     priority: int = 0
     group: str = ""
+    lead_us: int = 0
 
 
 class Claim(NamedTuple):
@@ -34,7 +40,9 @@ class Claim(NamedTuple):
             write about this run carries the claim, and is refused once the lease is lost.
         stalls: how many earlier claims of this occurrence ended with an expired lease.
             (Failed attempts are counted in the record, which the worker writes.)
-        due_ms: when the task was due as it was claimed.
+        due_ms: when the task was due as it was claimed (a whole millisecond, rounded up).
+        lead_us: how many microseconds before ``due_ms`` it was due (0 to 999; 0 from a
+            store that keeps whole milliseconds): the worker starts it then.
     """
 
     id: str
@@ -42,6 +50,7 @@ class Claim(NamedTuple):
     stalls: int
     due_ms: int
     record: str
+    lead_us: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +114,11 @@ def noted(outcome: Outcome, note: RunNote) -> Outcome:
     return _new(Outcome, (*outcome[:NOTE], note))
 
 
-def new_claim(task_id: str, token: int, stalls: int, due_ms: int, record: str) -> Claim:
+def new_claim(
+    task_id: str, token: int, stalls: int, due_ms: int, record: str, lead_us: int = 0
+) -> Claim:
     """``Claim(...)``, built the cheapest way: a store makes one for every task it leases."""
-    return _new(Claim, (task_id, token, stalls, due_ms, record))
+    return _new(Claim, (task_id, token, stalls, due_ms, record, lead_us))
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,22 @@ def ms(raw: Any) -> int:
     return int(number) if math.isfinite(number) else UNREADABLE_MS
 
 
+def due_ms(raw: object) -> int:
+    """A stored due time as a whole ms, rounded up: a Redis score may hold one to the
+    microsecond (a task never starts before it)."""
+    if type(raw) is not float:
+        try:
+            whole: int = int(raw)  # type: ignore[call-overload]
+            return whole
+        except (TypeError, ValueError, OverflowError):
+            pass
+    try:
+        number = raw if type(raw) is float else float(text(raw))
+    except ValueError:
+        return UNREADABLE_MS
+    return math.ceil(number) if math.isfinite(number) else UNREADABLE_MS
+
+
 def readable(raw: object) -> int | None:
     """A stored time as whole milliseconds, or None when it is missing or unreadable."""
     if raw is None or raw == b"" or raw == "":

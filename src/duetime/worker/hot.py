@@ -85,7 +85,7 @@ def _hot(
 
     def begin(run: Run) -> Outcome | Awaitable[Outcome]:
         claim = run.claim
-        task_id, _, stalls, due, text = claim
+        task_id, _, stalls, due, text, _ = claim
         if stalls or run.aborted is not None:
             return general(task_type, time_limit, run)
         payload = plain_payload(text)

@@ -232,7 +232,11 @@ class TypeRunner:
     def begin(self, run: Run) -> Coroutine[Any, Any, None] | None:
         """Begin a run due now, in the caller's task: None once it finished (its outcome in
         the outbox), else what goes on with it (a coroutine, not started)."""
-        result = self._begin(run)
+        try:
+            result = self._begin(run)
+        except Exception as exc:  # the executor's own guard failed: still free the slot
+            self.finish(run, self._internal(run, exc))
+            return None
         if isinstance(result, Outcome):
             self.finish(run, result)
             return None
@@ -243,7 +247,8 @@ class TypeRunner:
         await self._complete(run, self._when_due(run))
 
     async def _when_due(self, run: Run) -> Outcome:
-        clock, due = self.clock, run.claim.due_ms
+        claim, clock = run.claim, self.clock
+        due = claim.due_ms - claim.lead_us / 1000  # to the microsecond, where the store says
         # Start it when it is due. The loop, because an event loop timer may fire a
         # fraction of a millisecond early.
         while (ahead := due - clock.now()) > 0:  # noqa: ASYNC110 - a timer, not a poll
@@ -268,10 +273,13 @@ class TypeRunner:
             await self._complete(run, self.executor.run(self.task_type, self.timeout, run))
             return
         except Exception as exc:  # the executor's own guard failed: still free the slot
-            log.exception("%s: a run failed outside its handler", self.name)
-            claim = run.claim
-            outcome = Outcome("dead", claim, None, claim.record, f"internal error: {exc!r}")
+            outcome = self._internal(run, exc)
         self.finish(run, outcome)
+
+    def _internal(self, run: Run, exc: Exception) -> Outcome:
+        log.exception("%s: a run failed outside its handler", self.name)
+        claim = run.claim
+        return Outcome("dead", claim, None, claim.record, f"internal error: {exc!r}")
 
     def finish(self, run: Run, outcome: Outcome, started: bool = True) -> None:
         if started:

@@ -41,7 +41,7 @@ def _answer(code: int, first: Any, second: Any) -> Answer:
         return Answer(verdict, None, _PENDING.get(wire.text(first), "none"), wire.text(second))
     if verdict == "recent":
         return Answer(verdict)
-    return Answer(verdict, wire.ms(first))
+    return Answer(verdict, wire.due_ms(first))  # a pending score may hold microseconds
 
 
 class _Core(Protocol):

@@ -17,6 +17,14 @@ from duetime.stores.wire import stored_task
 SCHEDULE_CHUNK = 1000
 
 
+def score(task: NewTask) -> int | str:
+    """A task's due time as its score in ``due``: in ms, to the microsecond (claim_due.lua
+    gives back the whole ms rounded up, and the microseconds before it)."""
+    if not task.lead_us:
+        return task.due_ms
+    return f"{task.due_ms - task.lead_us / 1000:.3f}"
+
+
 def log_args(record: RunLog) -> tuple[Any, ...]:
     """The settle script's ``log`` op, or the claim script's last arguments (the worker, the
     most runs kept, their most age)."""
@@ -148,7 +156,8 @@ def inspected(task_id: str, reply: list[Any]) -> StoredTask | None:
     """The task the inspect_task script found, or None (see inspect_task.lua)."""
     due, running, dead, record, lease, stalls, error, prio, group = (*reply, *[None] * 9)[:9]
     if due is not None:
-        return stored_task(task_id, "due", due, wire.ms(due), record, stalls, error, prio, group)
+        whole = wire.due_ms(due)
+        return stored_task(task_id, "due", whole, whole, record, stalls, error, prio, group)
     if running is not None and lease is not None:
         claimed_due = parse_lease(wire.text(lease))[1]
         return stored_task(

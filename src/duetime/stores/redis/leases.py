@@ -25,7 +25,7 @@ SETTLE_REPLAY_MS = CLAIM_REPLAY_MS
 
 
 def claims_of(reply: list[Any]) -> list[Claim]:
-    """The claims in a reply of claim_due.lua (``id, token, stalls, due, record`` each,
+    """The claims in a reply of claim_due.lua (``id, token, stalls, due, record, lead`` each,
     after the first three values): read inline as the replies come (ids and records as
     bytes, due times as digits), else value by value, whatever the bytes (:mod:`.wire`)."""
     new, decode, claim = tuple.__new__, bytes.decode, Claim
@@ -39,17 +39,23 @@ def claims_of(reply: list[Any]) -> list[Claim]:
                     reply[i + 2],
                     int(reply[i + 3]),
                     decode(reply[i + 4], "utf-8", "surrogateescape"),
+                    reply[i + 5],
                 ),
             )
-            for i in range(3, len(reply), 5)
+            for i in range(3, len(reply), 6)
         ]
     except (TypeError, ValueError):  # a value of another kind: read each the long way
         text, ms = wire.text, wire.ms
         return [
             new_claim(
-                text(reply[i]), reply[i + 1], reply[i + 2], ms(reply[i + 3]), text(reply[i + 4])
+                text(reply[i]),
+                reply[i + 1],
+                reply[i + 2],
+                ms(reply[i + 3]),
+                text(reply[i + 4]),
+                min(max(wire.count(reply[i + 5]), 0), 999),
             )
-            for i in range(3, len(reply), 5)
+            for i in range(3, len(reply), 6)
         ]
 
 

@@ -30,6 +30,7 @@ from duetime.stores.redis.codec import (
     groups,
     inspected,
     priorities,
+    score,
 )
 from duetime.stores.redis.connection import (
     DRIVER_ERRORS,
@@ -202,7 +203,7 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         if len(tasks) == 1:
             task = tasks[0]
             keys = self._schedule_keys(k, task.due_ms)
-            one = [*head, priorities(tasks), groups(tasks), task.id, task.due_ms, task.record]
+            one = [*head, priorities(tasks), groups(tasks), task.id, score(task), task.record]
             return [wire.text(t) for t in (await self._run("schedule", keys, one))[1:]]
         # Within one batch the last task of an id wins, as if scheduled one by one.
         unique = list({task.id: task for task in tasks}.values())
@@ -211,7 +212,7 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
             chunk = unique[start : start + SCHEDULE_CHUNK]
             args: list[Any] = [*head, priorities(chunk), groups(chunk)]
             for task in chunk:
-                args += (task.id, task.due_ms, task.record)
+                args += (task.id, score(task), task.record)
             chunks.append((self._schedule_keys(k, min(t.due_ms for t in chunk)), args))
         # A few calls in flight at once, on separate connections: the next chunk is packed
         # while Redis runs the previous one. The chunks hold distinct ids, so their order

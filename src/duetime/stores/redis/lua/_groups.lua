@@ -38,9 +38,10 @@ local function group_prefix(group)
   return string.len(group) .. ':' .. group .. '|'
 end
 
--- The entry in `groups` of task `id` of `group`, due at `due` ms.
+-- The entry in `groups` of task `id` of `group`, due at `due` ms (the whole ms rounded up:
+-- a score may hold microseconds).
 local function group_entry(group, due, id)
-  local at = math.min(math.max(tonumber(due) + GROUP_OFFSET, 0), GROUP_TOP)
+  local at = math.min(math.max(math.ceil(tonumber(due)) + GROUP_OFFSET, 0), GROUP_TOP)
   return group_prefix(group) .. string.format('%014x', at) .. '|' .. id
 end
 
@@ -241,7 +242,8 @@ local function group_take(gk, due, group, want, horizon, budget)
         nxt = pdues[k]
         break
       end
-      if not (scores[k] and tonumber(scores[k]) == pdues[k] and (owners[k] or '') == group) then
+      local fresh = scores[k] and math.ceil(tonumber(scores[k])) == pdues[k]
+      if not (fresh and (owners[k] or '') == group) then
         gone[#gone + 1] = entry  -- stale
         budget = budget - 1
       elseif #ids < want then

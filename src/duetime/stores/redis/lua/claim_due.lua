@@ -34,7 +34,7 @@
 -- under the call's own key, and a call with that key again returns it, instead of claiming
 -- other tasks while the first ones wait out their lease.
 --
--- KEYS[1] due (ZSET id -> due ms), KEYS[2] running (ZSET id -> lease deadline ms),
+-- KEYS[1] due (ZSET id -> due ms, to the microsecond), KEYS[2] running (ZSET id -> lease deadline ms),
 -- KEYS[3] data, KEYS[4] lease (HASH id -> "<token>|<due ms>"), KEYS[5] meta, KEYS[6] dead,
 -- KEYS[7] seq (STRING: the last token given out), KEYS[8] this call's key,
 -- KEYS[9] gate (HASH: the type's gates), KEYS[10] order (ZSET: the due tasks by priority)
@@ -56,7 +56,9 @@
 -- ARGV[14..16] with KEYS[16]: the claiming worker (unused: a reaped run's worker is
 --         unknown), the most runs kept, their most age (ms): see run_log in the preamble
 --
--- Returns {next, reaped, open, id1, token1, stalls1, due1, record1, id2, ...}:
+-- Returns {next, reaped, open, id1, token1, stalls1, due1, record1, lead1, id2, ...}, where
+-- due is the whole ms rounded up (as the lease holds it) and lead the microseconds before it
+-- that the task is due (0 to 999: a score may hold a due time to the microsecond):
 --   next   the earliest lease deadline left, and the earliest due time unless a gate
 --          holds due tasks back, as a string ('' when none);
 --   reaped the number of expired leases handled;
@@ -249,17 +251,21 @@ if #ids > 0 then
     local last = redis.call('INCRBY', seq, #good)
     local deadline = string.format('%d', now + lease_ms)
     local zadd, hset = {}, {SENTINEL, sentinel_value()}
+    local z, h, o = 0, 2, #out  -- the tables' lengths: `#t` costs a search in Lua 5.1
     for k, i in ipairs(good) do
       local id, token = ids[i], last - #good + k
-      zadd[#zadd + 1] = deadline
-      zadd[#zadd + 1] = id
-      hset[#hset + 1] = id
-      hset[#hset + 1] = token .. '|' .. dues[i]
-      out[#out + 1] = id
-      out[#out + 1] = token
-      out[#out + 1] = tonumber(stalls[i] or '0') or 0  -- not a number: none counted
-      out[#out + 1] = dues[i]
-      out[#out + 1] = records[i]
+      -- A due time to the microsecond: the whole ms rounded up, and the microseconds
+      -- before it (the score holds them to within a quarter of one: rounded back exactly).
+      local at = tonumber(dues[i])
+      local ms = math.ceil(at)
+      local whole = ms == at and dues[i] or string.format('%d', ms)
+      zadd[z + 1], zadd[z + 2] = deadline, id
+      hset[h + 1], hset[h + 2] = id, token .. '|' .. whole
+      out[o + 1], out[o + 2] = id, token
+      out[o + 3] = tonumber(stalls[i] or '0') or 0  -- not a number: none counted
+      out[o + 4], out[o + 5] = whole, records[i]
+      out[o + 6] = math.floor((ms - at) * 1000 + 0.5)
+      z, h, o = z + 2, h + 2, o + 6
     end
     bulk('ZADD', running, zadd)
     bulk('HSET', lease, hset)

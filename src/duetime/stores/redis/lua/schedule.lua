@@ -20,7 +20,7 @@
 -- and is refused while the type's fence (raise_fence.lua) is above it: a later claim began
 -- writing. A resent call whose marker is there went through before, and is not refused.
 --
--- KEYS[1] due    ZSET  id -> due time (ms)
+-- KEYS[1] due    ZSET  id -> due time (ms, to the microsecond)
 -- KEYS[2] data   HASH  id -> record (JSON)
 -- KEYS[3] dead   ZSET  id -> time of death (ms)
 -- KEYS[4] meta   HASH  s:<id>, e:<id> -> stalls, last error (see the preamble)
@@ -37,7 +37,8 @@
 -- ARGV[5] the tasks' priorities, one a triple separated by spaces, or '' when all are 0
 -- ARGV[6] the tasks' groups, one a triple, each followed by a newline ('' for none), or
 --         '' when none has a group
--- ARGV[7..] triples: id, due ms (integer string), record; ids are distinct
+-- ARGV[7..] triples: id, due ms (a decimal string: to the microsecond), record; ids are
+--         distinct
 --
 -- With only_new, an id that exists with the very record given is this task, written by an
 -- earlier send of the call: it counts as done, not as taken.
