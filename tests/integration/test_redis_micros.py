@@ -34,7 +34,7 @@ async def test_a_due_time_to_the_microsecond_is_kept_and_claimed_back(
         assert (by_id["a"].due_ms, by_id["a"].lead_us) == (T0 + 1, 300)
         assert (by_id["b"].due_ms, by_id["b"].lead_us) == (T0, 0)
         lease = await raw.hget(k.lease, "a")
-        assert lease is not None and lease.endswith(f"|{T0 + 1}".encode())  # the whole ms
+        assert isinstance(lease, bytes) and lease.endswith(f"|{T0 + 1}".encode())  # whole ms
     # A release puts it back at the whole ms it was claimed at (as every outcome does).
     a = by_id["a"]
     assert await store.settle("mail", [Outcome("release", a, a.due_ms)], T0 + 1) == [True]
