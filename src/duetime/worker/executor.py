@@ -27,9 +27,8 @@ from duetime.record import Record, check_claimed
 from duetime.stores.base import Claim, Outcome, done
 from duetime.tasktype import TaskType
 from duetime.triggers.once import run_once
-from duetime.worker import hot, outcome
+from duetime.worker import outcome
 from duetime.worker.handler import call_handler
-from duetime.worker.hot import Begin
 from duetime.worker.job import ClaimJob, handler_context
 from duetime.worker.notes import done_run
 from duetime.worker.run import Run, ended
@@ -90,12 +89,8 @@ class Executor:
         #: the worker starts), a line for each run too. Chosen once: no cost per task.
         logged = log.isEnabledFor(logging.DEBUG)
         self.run: RunClaim = self._run_logged if logged else self._run
-        #: Whether :meth:`begin` may take the hot path (not with per-task events or lines).
+        #: Whether runs may take the hot path (:mod:`.hot`; not with per-task events or lines).
         self.eager = not (logged or self.timed)
-
-    def beginner(self, task_type: TaskType, time_limit: float | None) -> Begin:
-        """How the runs of ``task_type`` begin, chosen once per type: see :mod:`.hot`."""
-        return hot.beginner(self, task_type, time_limit)
 
     def done(
         self, task_type: TaskType, run: Run, attempt: int, occurrence: int, unique: int = 0

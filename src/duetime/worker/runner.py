@@ -27,7 +27,7 @@ from duetime.validate import duration_ms
 from duetime.worker.eager import Starter
 from duetime.worker.executor import Executor
 from duetime.worker.failures import store_backoff
-from duetime.worker.hot import Begin
+from duetime.worker.hot import Begin, beginner
 from duetime.worker.notes import note
 from duetime.worker.outbox import Outbox
 from duetime.worker.run import Run, abort_taken
@@ -92,7 +92,7 @@ class TypeRunner:
     ) -> None:
         self.clock, self.events, self.executor, self.outbox = clock, events, executor, outbox
         self.record = record
-        self._begin = executor.beginner(self.task_type, self.timeout)
+        self._begin = beginner(executor, self.task_type, self.timeout)
         self._put = outbox.lane(self.name, self.active)
 
     @property
