@@ -145,14 +145,14 @@ class TaskPolicy:
     def __post_init__(self) -> None:
         check_int("concurrency", self.concurrency)
         for name in ("rate", "group_rate"):
-            if getattr(self, name) is not None:
+            if (value := getattr(self, name)) is not None:
                 from duetime.rate import Rate
 
-                if not isinstance(getattr(self, name), Rate):
+                if not isinstance(value, Rate):
                     raise ValidationError(name, "must be a duetime.Rate (or, as an option, 'N/s')")
         for name in ("global_concurrency", "group_concurrency"):  # None, or 1 or more
-            if getattr(self, name) is not None:
-                check_int(name, getattr(self, name))
+            if (value := getattr(self, name)) is not None:
+                check_int(name, value)
         if not isinstance(self.backoff, Backoff):
             raise ValidationError("backoff", "must be a duetime.Backoff, or a number of seconds")
         if self.timeout is not None:

@@ -190,8 +190,9 @@ def plain_payload(text: str) -> dict[str, Any] | None:
     """The payload of a one-off task's first attempt, ``{"p":<payload>}`` (the hot path),
     read by the fast parser; None for any other record. The payload is all between the
     head and the last brace (its text: ``text[PAYLOAD]``), and reading that alone fails for
-    every other record (a field after the payload, a second "p")."""
-    if _fast_json is None or not text.startswith(_HEAD) or not text.endswith("}"):
+    every other record (a field after the payload, a second "p"). A record whose last
+    field is not an object (a series', a retry's) is not tried."""
+    if _fast_json is None or not text.startswith(_HEAD) or not text.endswith("}}"):
         return None
     try:
         payload = _fast_json(text[PAYLOAD])

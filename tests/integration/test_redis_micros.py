@@ -11,7 +11,7 @@ from typing import Any
 import redis.asyncio as aredis
 
 import duetime
-from duetime.stores.base import NewTask, Outcome
+from duetime.stores.base import Claim, NewTask, Outcome
 from duetime.stores.redis.keys import type_keys
 from tests.helpers import eventually, record_text, running
 
@@ -103,24 +103,21 @@ async def test_a_group_holds_its_tasks_to_its_limit_whatever_their_microseconds(
     )
     store = await redis_app.open()
     gate = redis_app.task_type("grouped").gate
-    claim = await store.claim(
-        "grouped",
-        now_ms=await redis_app.now_ms(),
-        limit=10,
-        lease_ms=60_000,
-        max_stalls=1,
-        at_most_once=False,
-        gate=gate,
-    )
-    assert len(claim.claims) == 1 and claim.claims[0].lead_us > 0
-    again = await store.claim(
-        "grouped",
-        now_ms=await redis_app.now_ms(),
-        limit=10,
-        lease_ms=60_000,
-        max_stalls=1,
-        at_most_once=False,
-        gate=gate,
-    )
-    assert again.claims == []  # the group is at its limit; its four others wait
+
+    async def claim() -> list[Claim]:
+        now = await redis_app.now_ms()
+        batch = await store.claim(
+            "grouped",
+            now_ms=now,
+            limit=10,
+            lease_ms=60_000,
+            max_stalls=1,
+            at_most_once=False,
+            gate=gate,
+        )
+        return batch.claims
+
+    first = await claim()
+    assert len(first) == 1 and first[0].lead_us > 0
+    assert await claim() == []  # the group is at its limit; its four others wait
     assert (await redis_app.counts("grouped"))["due"] == 4

@@ -22,11 +22,11 @@ from duetime.clock import MAX_MS, MIN_MS
 from duetime.context import Context
 from duetime.record import PAYLOAD, Record, plain_payload
 from duetime.stores.base import Outcome, done
-from duetime.stores.runs import RunNote
 from duetime.tasktype import TaskType
 from duetime.worker.eager import resume
 from duetime.worker.handler import timed_call
 from duetime.worker.job import handler_context
+from duetime.worker.notes import done_run
 from duetime.worker.run import Run
 
 if TYPE_CHECKING:
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
 #: Begins one run of a type: its outcome if it finished, else what goes on with it.
 Begin = Callable[[Run], "Outcome | Awaitable[Outcome]"]
-
-_new = tuple.__new__
 
 
 def beginner(executor: Executor, task_type: TaskType, time_limit: float | None) -> Begin:
@@ -103,9 +101,8 @@ def _hot(
             call = call_of(payload, ctx)
             waiting = call.send(None)
         except StopIteration:
-            if noted:  # the run's note, for the history: its first attempt
-                ran = _new(RunNote, (int(run.fired_ms), int(now()), 1, due, "done", "", ""))
-                return _new(Outcome, ("done", claim, None, "", "", "", "", None, 0, False, ran))
+            if noted:  # with the run's note, for the history: its first attempt
+                return done_run(claim, run.fired_ms, int(now()), 1, due)
             return done(claim)
         except asyncio.CancelledError:  # its handler raised it: handed back, as if cut short
             return Outcome("release", claim, due)

@@ -60,14 +60,10 @@ class Outbox:
         self._lock = asyncio.Lock()
         self._outage = OutageLog("settles", log)
 
-    def put(self, task_type: str, held: MutableMapping[int, Any], run: Run) -> None:
-        """Queue a run's outcome (``run.outcome``); ``held`` maps the tokens its runner
-        holds, and loses this one once it is settled."""
-        self.lane(task_type, held)(run)
-
     def lane(self, task_type: str, held: MutableMapping[int, Any]) -> Callable[[Run], None]:
-        """How the runs of ``task_type`` are queued, once each is finished: :meth:`put`
-        for one type, looked up once (a runner's, for its every run)."""
+        """How a finished run of ``task_type`` is queued (its ``run.outcome`` known), looked
+        up once (a runner's, for its every run); ``held`` maps the tokens its runner holds,
+        and loses each run's once it is settled."""
         lane = self._lanes.get(task_type)
         if lane is None:
             lane = self._lanes[task_type] = _Lane(held)

@@ -25,7 +25,6 @@ class Run:
 
     Attributes:
         claim: the lease, with the task's id, due time and record.
-        early: claimed before it was due (the look-ahead): it waits for its time.
         task: the asyncio task running it.
         finished: its outcome is known (it may not be settled yet).
         fired_ms: when its handler started, by the store's clock (0.0: it did not start,
@@ -39,7 +38,6 @@ class Run:
     """
 
     claim: Claim
-    early: bool = False
     task: asyncio.Task[None] | None = None
     finished: bool = False
     fired_ms: float = 0.0

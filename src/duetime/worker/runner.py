@@ -213,9 +213,9 @@ class TypeRunner:
         loop = asyncio.get_running_loop()
         due_now = []
         self.running += len(claims)
-        for claim in claims:  # by index: (id, token, stalls, due, record)
+        for claim in claims:  # by index: (id, token, stalls, due, record, lead)
             if claim[3] > now_ms:
-                run = active[claim[1]] = Run(claim, True)
+                run = active[claim[1]] = Run(claim)
                 # Not in the task group: shutdown reaches every run through self.active.
                 run.task = loop.create_task(self._execute(run))
             else:
@@ -269,7 +269,6 @@ class TypeRunner:
             # trigger's bookkeeping): run it again, and its handler call ends at once as
             # aborted, so that its trigger says what follows.
             abort_taken(run)
-            run.early = False
             await self._complete(run, self.executor.run(self.task_type, self.timeout, run))
             return
         except Exception as exc:  # the executor's own guard failed: still free the slot

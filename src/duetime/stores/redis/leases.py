@@ -53,7 +53,7 @@ def claims_of(reply: list[Any]) -> list[Claim]:
                 reply[i + 2],
                 ms(reply[i + 3]),
                 text(reply[i + 4]),
-                min(max(wire.count(reply[i + 5]), 0), 999),
+                min(wire.count(reply[i + 5]), 999),
             )
             for i in range(3, len(reply), 6)
         ]

@@ -39,9 +39,10 @@ async def list_tasks(
         records, leases, meta, lanes, groups = await pipe.execute()
     out = []
     for n, (task_id, score) in enumerate(rows):
-        due = wire.due_ms(score) if state == "due" else wire.ms(score)
-        if state == "due":
-            score = due
+        if state == "due":  # a score may hold microseconds: the whole ms, rounded up
+            score = due = wire.due_ms(score)
+        else:
+            due = wire.ms(score)
         if state == "running" and leases[n]:
             due = parse_lease(wire.text(leases[n]))[1]
         stalls, error = meta[2 * n], meta[2 * n + 1]

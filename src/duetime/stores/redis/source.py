@@ -30,14 +30,13 @@ def definitions(text: str) -> tuple[tuple[str, str, frozenset[str]], ...]:
     the top level."""
     found: list[tuple[str, str]] = []
     lines = text.splitlines(keepends=True)
-    start = None  # where the current definition's text (its comments first) begins
-    name = None
+    name, start = None, 0  # the current definition, and where its text (comments first) begins
     comments_from = None
     for i, line in enumerate(lines):
         match = _DEFINES.match(line)
         if match:
             begin = comments_from if comments_from is not None else i
-            if name is not None and start is not None:
+            if name is not None:
                 found.append((name, "".join(lines[start:begin])))
             name, start = match[1], begin
             comments_from = None
@@ -46,7 +45,7 @@ def definitions(text: str) -> tuple[tuple[str, str, frozenset[str]], ...]:
                 comments_from = i
         elif line.strip():
             comments_from = None  # a definition's own lines, or its end
-    if name is not None and start is not None:
+    if name is not None:
         found.append((name, "".join(lines[start:])))
     return tuple((name, code, frozenset(_names(code))) for name, code in found)
 
