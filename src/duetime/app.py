@@ -8,7 +8,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 from duetime.client import Client, ClientSettings
-from duetime.endpoint import Endpoint
 from duetime.errors import ConfigError, ValidationError
 from duetime.events import Listener
 from duetime.features.cron.calls import CronDecorator
@@ -226,6 +225,8 @@ def _health(
                 f"both on port {port}",
             )
         return WorkerHealth(worker, metrics.endpoint, owns_endpoint=False, interval=interval)
+    from duetime.endpoint import Endpoint  # only for a worker that serves the checks
+
     endpoint = Endpoint(DEFAULT_HEALTH_HOST if host is None else host, port, {}, what="health")
     return WorkerHealth(worker, endpoint, interval=interval)
 

@@ -17,12 +17,12 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from duetime.endpoint import Endpoint, Reply, Request, Route
 from duetime.errors import ValidationError
 from duetime.events import Listener
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the endpoint is loaded by the worker that serves the checks
     from duetime.clock import Clock
+    from duetime.endpoint import Endpoint, Reply, Request, Route
     from duetime.stores.base import Store
 
 log = logging.getLogger(__name__)
@@ -199,4 +199,6 @@ class WorkerHealth(Listener):
 
 
 def _reply(ok: bool, why: str) -> Reply:
+    from duetime.endpoint import Reply
+
     return Reply(200 if ok else 503, f"{why}\n".encode())

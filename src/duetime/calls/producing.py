@@ -7,19 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from duetime.calls import conditions
 from duetime.calls.newtask import new_task
 from duetime.clock import from_ms
 from duetime.errors import StoreError, UnknownTaskType, ValidationError
-from duetime.interval import CalendarInterval
 from duetime.model import IfExists, Task
 from duetime.registry import ClientSide
 from duetime.stores.base import NewTask, Store
 from duetime.stores.capabilities import CONDITIONAL, require, use
 from duetime.stores.conditional import Answer
 from duetime.validate import check_name, new_task_id
+
+if TYPE_CHECKING:  # loaded by the first task that repeats by the calendar
+    from duetime.interval import CalendarInterval
 
 #: How many ids :meth:`ProducerCalls.submit` draws before it gives up (one taken id in 2**71).
 SUBMIT_TRIES = 5

@@ -13,7 +13,7 @@ from duetime.admin.discover import StoreView, split_names
 from duetime.cli.output import echo, emit, times, when
 from duetime.cli.target import Target, app_command, warn_invalid
 from duetime.features.telemetry import TypeHistory, WorkerInfo
-from duetime.features.telemetry.history import KINDS
+from duetime.features.telemetry.columns import KINDS
 from duetime.stores.base import State
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, overload
 
 from duetime.errors import ValidationError
-from duetime.features.telemetry.history import TypeHistory
 from duetime.model import MAX_HISTORY_KEEP
 from duetime.registry import AppSide
 from duetime.stores.capabilities import RUN_HISTORY, require
@@ -14,6 +13,7 @@ from duetime.validate import check_id, check_int
 
 if TYPE_CHECKING:
     from duetime.features.history.runs import RunInfo
+    from duetime.features.telemetry.history import TypeHistory
 
 #: Runs ``app.history`` returns unless told.
 DEFAULT_LIMIT = 50

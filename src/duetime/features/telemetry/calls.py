@@ -3,11 +3,15 @@ the last hour."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from duetime.errors import ValidationError
-from duetime.features.telemetry.history import TypeHistory, read_history
 from duetime.features.telemetry.presence import WorkerInfo, read_workers
 from duetime.registry import AppSide
 from duetime.validate import check_int
+
+if TYPE_CHECKING:
+    from duetime.features.telemetry.history import TypeHistory
 
 
 class WatchCalls:
@@ -24,4 +28,6 @@ class WatchCalls:
         says the same: its name before the run history)."""
         if check_int("minutes", minutes) > 60:
             raise ValidationError("minutes", "must be 60 or fewer: the store keeps one hour")
+        from duetime.features.telemetry.history import read_history  # the reading side
+
         return await read_history(await self.open(), await self.now_ms(), minutes)

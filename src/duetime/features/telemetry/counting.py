@@ -13,7 +13,7 @@ from typing import Any
 
 from duetime.clock import Clock
 from duetime.events import Finished, Listener, WorkerEvent
-from duetime.features.telemetry.history import BUCKETS, KINDS, LATENESS_BUCKETS_MS, Key
+from duetime.features.telemetry.columns import BUCKETS, KINDS, LATENESS_BUCKETS_MS, Key
 from duetime.outage import OutageLog
 from duetime.stores.base import Store
 from duetime.stores.capabilities import TELEMETRY, use

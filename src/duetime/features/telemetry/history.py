@@ -1,37 +1,23 @@
 """The last hour, per task type and minute: tasks fired, succeeded, failed, retried,
 dead-lettered, cron ticks missed, and a histogram of lateness. Each worker counts in memory
-(``worker/counting.py``) and adds its counts to the store every few seconds in one call;
+(:mod:`.counting`) and adds its counts to the store every few seconds in one call;
 this module says what the counts are and reads them back.
 """
 
 from __future__ import annotations
 
-import bisect
 import logging
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from duetime.features.telemetry.columns import BUCKETS, KINDS, LATENESS_BUCKETS_MS
 from duetime.stores.base import Store
 from duetime.stores.capabilities import TELEMETRY, use
 from duetime.stores.telemetry import KEEP_MINUTES, MINUTE_MS, minute_of
 
 log = logging.getLogger(__name__)
-
-#: Upper bounds (ms) of the lateness histogram's buckets; the last bucket has none.
-LATENESS_BUCKETS_MS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000)
-#: The name of each bucket's count: "late.<bound ms>", and "late.inf" for the last.
-BUCKETS = (*(f"late.{b}" for b in LATENESS_BUCKETS_MS), "late.inf")
-#: What is counted, as stored.
-KINDS = ("fired", "succeeded", "failed", "retried", "dead_lettered", "missed")
-
-Key = tuple[int, str, str]  # (minute start ms, task type, what)
-
-
-def bucket_of(lateness_ms: float) -> str:
-    """The name of the lateness bucket that counts a start ``lateness_ms`` late."""
-    return BUCKETS[bisect.bisect_left(LATENESS_BUCKETS_MS, lateness_ms)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ from duetime.outage import OutageLog
 from duetime.stores import wire
 from duetime.stores.base import WakeCallback
 from duetime.stores.redis import keyevents, wake
-from duetime.stores.redis.connection import errors, raised_in_driver
+from duetime.stores.redis.connection import driver_info, errors, raised_in_driver
 from duetime.stores.redis.keys import shard_wake_channel
 from duetime.stores.redis.scripts import READ_ONLY, SCRIPTS, Script, check_reply
 from duetime.stores.redis.server import check_server, per_node, replication_problems
@@ -91,6 +91,7 @@ def connect_cluster(url: str, **options: Any) -> RedisCluster:
     # topology again); the scripts are safe to send twice.
     retry = Retry(ExponentialWithJitterBackoff(base=0.02, cap=1.0), CLUSTER_RETRIES)
     options["retry"] = retry
+    options.setdefault("driver_info", driver_info())
     # reinitialize_steps=0: a MOVED reply updates that slot's node, and never makes the
     # client close itself to read the whole topology again (which breaks the other calls
     # in flight on it, as a resharding showed).
@@ -299,9 +300,8 @@ def _cancel_swallowed() -> bool:
 def _node_options(client: RedisCluster) -> dict[str, Any]:
     """The credentials and TLS of the cluster client's connections, for a plain client."""
     kwargs = client.connection_kwargs
-    return {
-        key: kwargs[key] for key in ("username", "password", "ssl") if kwargs.get(key) is not None
-    }
+    keys = ("username", "password", "ssl", "driver_info")
+    return {key: kwargs[key] for key in keys if kwargs.get(key) is not None}
 
 
 async def listen_sharded(

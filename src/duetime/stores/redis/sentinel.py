@@ -177,7 +177,9 @@ def connect_sentinel(url: str, **options: Any) -> Redis:
         ConfigError: the URL cannot be used.
     """
     found = parse_sentinel_url(url)
-    sentinel_kwargs: dict[str, Any] = {"socket_timeout": options.get("socket_timeout")}
+    sentinel_kwargs: dict[str, Any] = {
+        key: options[key] for key in ("socket_timeout", "driver_info") if key in options
+    }
     if found.sentinel_password:
         sentinel_kwargs["password"] = found.sentinel_password
     manager = _Sentinels(  # type: ignore[no-untyped-call]

@@ -1,0 +1,76 @@
+"""What a process loads: ``import duetime`` and a worker running tasks load neither the
+reading side (the dashboard's history, the run history's reading, the HTTP endpoint) nor a
+store's driver they do not use, so that a worker, a CLI command and an app start quickly;
+and each name imported on first use is there when asked for."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+#: Modules a worker of one-off tasks never needs: each loads when its feature is first used.
+NOT_LOADED = (
+    "duetime.endpoint",  # served only with metrics_port or health_port
+    "duetime.features.telemetry.history",  # reading the per-minute counts back
+    "duetime.features.history.runs",  # reading the run history back
+    "duetime.features.cron.manage",
+    "duetime.features.pollers.poller",
+    "duetime.interval",  # calendar intervals
+    "duetime.triggers.periodic",
+    "duetime.rate",
+    "duetime.sync",
+    "duetime.web",
+    "duetime.cli",
+)
+
+WORKER = """
+import asyncio, json, sys
+import duetime
+
+async def main(url):
+    app = duetime.App(url)
+    ran = []
+
+    @app.task("mail")
+    async def mail(payload):
+        ran.append(payload)
+
+    async with app:
+        await app.schedule("mail", "a", payload={"to": "x"})
+        await app.serve(burst=True)
+    assert ran == [{"to": "x"}], ran
+    print(json.dumps(sorted(sys.modules)))
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def _loaded(code: str, *args: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+def test_import_duetime_loads_no_feature_it_does_not_use_and_no_store_driver() -> None:
+    loaded = _loaded("import duetime, json, sys; print(json.dumps(sorted(sys.modules)))")
+    assert not loaded & {*NOT_LOADED, "redis", "psycopg", "aiosqlite", "sqlite3"}
+
+
+def test_a_worker_running_tasks_loads_no_feature_it_does_not_use(tmp_path: Path) -> None:
+    loaded = _loaded(WORKER, f"sqlite:///{tmp_path / 'duetime.db'}")
+    assert "duetime.worker.hot" in loaded  # it did run, through the hot path
+    assert not loaded & {*NOT_LOADED, "redis", "psycopg"}
+
+
+def test_each_name_imported_on_first_use_is_there() -> None:
+    code = (
+        "import duetime, duetime.features.telemetry as t, json, sys\n"
+        "names = [getattr(duetime, n) for n in duetime.__all__]\n"
+        "names += [getattr(t, n) for n in t.__all__]\n"
+        "print(json.dumps([n.__name__ for n in names if hasattr(n, '__name__')]))\n"
+    )
+    got = _loaded(code)
+    assert {"CalendarInterval", "Rate", "SyncClient", "TypeHistory", "read_history"} <= got
