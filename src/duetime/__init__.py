@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from duetime.app import App
 from duetime.calls.aborts import AbortStatus
@@ -35,6 +34,7 @@ from duetime.errors import (
     UnknownTaskType,
     ValidationError,
 )
+from duetime.lazy import lazy_names
 from duetime.model import Backoff, History, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.tasktype import TaskType
 from duetime.version import VERSION
@@ -63,9 +63,9 @@ _LAZY = {
     "TaskEvent": "duetime.features.pollers.events",
     "PollContext": "duetime.features.pollers.poller",
     "Poller": "duetime.features.pollers.poller",
-    "MinuteCounts": "duetime.features.telemetry",
-    "TypeHistory": "duetime.features.telemetry",
-    "WorkerInfo": "duetime.features.telemetry",
+    "MinuteCounts": "duetime.features.telemetry.history",
+    "TypeHistory": "duetime.features.telemetry.history",
+    "WorkerInfo": "duetime.features.telemetry.presence",
     "CalendarInterval": "duetime.interval",
     "Rate": "duetime.rate",
     "SyncClient": "duetime.sync",
@@ -73,13 +73,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'duetime' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # found once: later uses do not come here
-    return value
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

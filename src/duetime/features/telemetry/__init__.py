@@ -6,8 +6,9 @@ loads the reading side."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from duetime.lazy import lazy_names
 
 if TYPE_CHECKING:
     from duetime.features.telemetry.history import MinuteCounts, TypeHistory, read_history
@@ -22,12 +23,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
-
+__getattr__ = lazy_names(__name__, _LAZY)
 
 __all__ = [
     "MinuteCounts",
