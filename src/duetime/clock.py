@@ -59,6 +59,8 @@ def epoch_ms(moment: datetime) -> int:
 def lead_us(moment: datetime, due_ms: int) -> int:
     """How many microseconds before ``due_ms`` (its :func:`epoch_ms`) an aware datetime
     is: 0 to 999."""
+    if moment.tzinfo is UTC:  # whole seconds from the epoch: its microseconds tell
+        return -moment.microsecond % 1000
     return due_ms * 1000 - (moment - EPOCH) // US
 
 

@@ -57,6 +57,14 @@ _HEAD = '{"p":'
 _AFTER_HEAD = len(_HEAD)
 #: Where a plain record (``{"p":<payload>}``) holds its payload's text.
 PAYLOAD = slice(_AFTER_HEAD, -1)
+
+
+def one_off(payload_json: str) -> str:
+    """The record of a one-off task's first attempt: its payload alone (the common record,
+    written by the producer's hot path without a :class:`Record`)."""
+    return _HEAD + payload_json + "}"
+
+
 #: More failed attempts than this at one occurrence is not a count duetime wrote.
 MAX_FAILURES = 2**31
 #: The fast parser of a plain record's payload, or None. It reads what the standard
@@ -105,7 +113,7 @@ class Record:
         """The record's text, as stored."""
         if self.trigger is None and self.occurrence_ms is None and not self.failures:
             if self.traceback is None and not self.unique_ms:
-                return _HEAD + self.payload_json + "}"  # a one-off task's first attempt
+                return one_off(self.payload_json)
         parts = [_HEAD, self.payload_json]
         if self.trigger is not None:
             parts.append(self.trigger.fields())

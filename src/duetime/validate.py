@@ -94,6 +94,10 @@ def check_id(value: object, field: str = "task_id", *, stored: bool = False) -> 
     also passes: an occurrence id (up to :data:`MAX_STORED_ID_BYTES`), and one whose bytes
     are not UTF-8, which carries them as lone surrogates (see :mod:`duetime.stores.wire`).
     """
+    # The common id, printable ASCII without an "@", short enough: nothing more to check.
+    if type(value) is str and value.isascii() and value.isprintable() and "@" not in value:
+        if 0 < len(value) <= MAX_ID_BYTES:
+            return value
     if not isinstance(value, str):
         raise ValidationError(field, f"must be a string, not {type(value).__name__}")
     if not value:

@@ -48,3 +48,22 @@ def test_log_lines_show_times_as_iso_8601_utc_with_milliseconds() -> None:
     assert iso(0) == "1970-01-01T00:00:00.000Z"
     assert iso(1.9) == "1970-01-01T00:00:00.001Z"  # a fraction of a millisecond is dropped
     assert iso(MAX_MS + 1) == f"{MAX_MS + 1} ms"  # no datetime holds it: the number, said so
+
+
+def test_the_lead_of_a_moment_is_the_microseconds_before_its_due_ms_in_any_zone() -> None:
+    import random
+    from datetime import UTC, datetime, timedelta, timezone
+
+    from duetime.clock import EPOCH, US, epoch_ms, lead_us
+
+    rng = random.Random(23)
+    zones = [timezone(timedelta(hours=5, minutes=30)), timezone(timedelta(hours=-8))]
+    for _ in range(2000):
+        moment = EPOCH + timedelta(microseconds=rng.randrange(-(10**16), 10**17))
+        due = epoch_ms(moment)
+        expected = due * 1000 - (moment - EPOCH) // US  # by the definition
+        assert 0 <= expected <= 999
+        assert lead_us(moment, due) == expected  # a UTC moment: from its microseconds
+        for zone in zones:
+            assert lead_us(moment.astimezone(zone), due) == expected
+    assert lead_us(datetime(2030, 1, 1, 0, 0, 0, 999, tzinfo=UTC), 1893456000001) == 1

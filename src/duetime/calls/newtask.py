@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from duetime.clock import MAX_MS, lead_us
 from duetime.errors import ValidationError
 from duetime.model import Task
-from duetime.record import Record
+from duetime.record import Record, one_off
 from duetime.stores.base import NewTask
 from duetime.stores.conditional import MODES
 from duetime.validate import (
@@ -58,9 +58,12 @@ def new_task(
         raise ValidationError("delay", "puts the task past the year 9999")
     payload = encode_payload(task.payload, max_payload_bytes)
     trigger = _series(task, due)
+    unique = unique_ms(task)
+    if trigger is None and not unique:
+        return NewTask(task.task_id, due, one_off(payload), priority, group, lead)
     # A series' record names the occurrence it waits for (see triggers.periodic).
     occurrence = None if trigger is None else due
-    record = Record(payload, trigger, occurrence, unique_ms=unique_ms(task))
+    record = Record(payload, trigger, occurrence, unique_ms=unique)
     return NewTask(task.task_id, due, record.encode(), priority, group, lead)
 
 

@@ -20,9 +20,12 @@ SCHEDULE_CHUNK = 1000
 def score(task: NewTask) -> int | str:
     """A task's due time as its score in ``due``: in ms, to the microsecond (claim_due.lua
     gives back the whole ms rounded up, and the microseconds before it)."""
-    if not task.lead_us:
+    lead = task.lead_us
+    if not lead:
         return task.due_ms
-    return f"{task.due_ms - task.lead_us / 1000:.3f}"
+    us = task.due_ms * 1000 - lead  # exact as text (a float is not, far from the epoch)
+    sign, us = ("-", -us) if us < 0 else ("", us)
+    return f"{sign}{us // 1000}.{us % 1000:03d}"
 
 
 def log_args(record: RunLog) -> tuple[Any, ...]:
@@ -171,6 +174,9 @@ def inspected(task_id: str, reply: list[Any]) -> StoredTask | None:
 def priorities(tasks: Sequence[NewTask]) -> str:
     """The priorities of ``tasks`` as the schedule scripts take them: ``""`` when all are 0
     (the common case: nothing to parse), else one a task, separated by spaces."""
+    if len(tasks) == 1:  # the producer's common call
+        priority = tasks[0].priority
+        return str(priority) if priority else ""
     if not any(task.priority for task in tasks):
         return ""
     return " ".join(str(task.priority) for task in tasks)
@@ -180,6 +186,9 @@ def groups(tasks: Sequence[NewTask]) -> str:
     """The groups of ``tasks`` as the schedule script takes them: ``""`` when none has one
     (the common case), else each followed by a newline ("" for none; a group holds no
     control characters)."""
+    if len(tasks) == 1:
+        group = tasks[0].group
+        return f"{group}\n" if group else ""
     if not any(task.group for task in tasks):
         return ""
     return "".join(f"{task.group}\n" for task in tasks)

@@ -241,7 +241,11 @@ class ScriptRunner:
                         conn = self._idle.pop()
                     else:
                         conn = await pool.get_connection()  # type: ignore[no-untyped-call]
-                    return await self._exchange(conn, args, wait)
+                    if wait is None:  # the call's bytes, then its reply
+                        packed = _pack(self._pack, conn, args)
+                        await conn.send_packed_command(packed, check_health=False)
+                        return await conn.read_response()
+                    return await self._send_replicated(conn, args, wait)
             except (rexc.ConnectionError, rexc.TimeoutError, OSError, RuntimeError) as exc:
                 # RuntimeError: uvloop's "unable to perform operation on <TCPTransport
                 # closed=True>" when a connection is reset as it is being set up.
@@ -266,14 +270,11 @@ class ScriptRunner:
             await asyncio.sleep(backoff_delay(attempt + 1, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _exchange(
-        self, conn: AbstractConnection, args: tuple[Any, ...], wait: tuple[Any, ...] | None
+    async def _send_replicated(
+        self, conn: AbstractConnection, args: tuple[Any, ...], wait: tuple[Any, ...]
     ) -> Any:
-        packed = _pack(self._pack, conn, args)
-        if wait is None:
-            await conn.send_packed_command(packed, check_health=False)
-            return await conn.read_response()
-        packed = _joined(packed, _pack(self._pack, conn, wait))
+        """The call and its WAIT in one send; the call's reply once the replicas have it."""
+        packed = _joined(_pack(self._pack, conn, args), _pack(self._pack, conn, wait))
         await conn.send_packed_command(packed, check_health=False)
         return await _replicated(conn, wait)
 
