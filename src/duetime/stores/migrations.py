@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from importlib.resources.abc import Traversable
+from typing import TYPE_CHECKING
 
 from duetime.errors import SchemaError
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 _NAME = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
 

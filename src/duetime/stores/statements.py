@@ -1,5 +1,5 @@
 """The SQL stores' statements: one file per statement under a package's ``sql/``, loaded
-once into a dataclass with a field per file, so that a statement is named in code and a
+once into a NamedTuple with a field per file, so that a statement is named in code and a
 missing or extra file fails at import. A part that several statements share lives in a
 file named ``_<part>.sql``, which a statement takes in with a line ``-- include
 _<part>.sql``."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import fields
-from importlib import resources
 from typing import Any, TypeVar
+
+from duetime.stores.packaged import folder as package_folder
 
 T = TypeVar("T")
 
@@ -24,8 +24,8 @@ def load_statements(package: str, cls: type[T], read: Callable[[str], Any]) -> T
     Raises:
         RuntimeError: the files and the fields do not match.
     """
-    folder = resources.files(package) / "sql"
-    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    folder = package_folder(package, "sql")
+    names: tuple[str, ...] = cls._fields  # type: ignore[attr-defined]
     found = {
         e.name[: -len(".sql")]
         for e in folder.iterdir()

@@ -318,7 +318,7 @@ async def count(conn: Conn, queues: Queues, task_type: str) -> dict[State, int]:
     qid = await queues.find(conn, task_type)
     if qid is None:
         return dict.fromkeys(STATES, 0)
-    cur = await conn.execute(Q.count, {"qid": qid})
+    cur = await conn.execute(Q.count_states, {"qid": qid})
     row = await cur.fetchone()
     assert row is not None
     return dict(zip(STATES, (int(n) for n in row), strict=True))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from duetime.stores.statements import load_statements
 
 
-@dataclass(frozen=True, slots=True)
-class Queries:
+class Queries(NamedTuple):
     """Every statement the store runs, one per file named as the field; each file's header
     lists its parameters and what it returns. Held as bytes, without the comment lines, as
     psycopg takes them (it reads ``%(name)s`` placeholders anywhere in the text)."""
@@ -38,7 +37,7 @@ class Queries:
     list_due: bytes
     list_running: bytes
     list_dead: bytes
-    count: bytes
+    count_states: bytes
     active_ids: bytes
     next_ms: bytes
     reap: bytes

@@ -4,7 +4,6 @@ under an advisory lock, so that workers starting together do not race."""
 from __future__ import annotations
 
 import logging
-from importlib import resources
 from typing import Any
 
 import psycopg
@@ -12,11 +11,12 @@ from psycopg import sql
 
 from duetime.errors import SchemaError
 from duetime.stores.migrations import Migration, load_folder
+from duetime.stores.packaged import folder as package_folder
 from duetime.stores.postgres.queries import Q
 
 log = logging.getLogger(__name__)
 
-MIGRATIONS = load_folder(resources.files("duetime.stores.postgres") / "migrations")
+MIGRATIONS = load_folder(package_folder("duetime.stores.postgres", "migrations"))
 #: The schema version this code writes and knows how to read.
 LATEST = MIGRATIONS[-1].version
 #: First key of the advisory lock taken while migrating (the second is the schema's hash):

@@ -21,7 +21,6 @@ import contextlib
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from redis import exceptions as rexc
@@ -31,6 +30,7 @@ from redis.asyncio.connection import AbstractConnection
 from duetime.backoff import backoff_delay
 from duetime.errors import LeaseLost, StoreError, StoreRefused, StoreUnavailable
 from duetime.stores import wire
+from duetime.stores.packaged import folder as package_folder
 from duetime.stores.redis.source import assemble
 
 _hiredis_pack: Callable[..., Any] | None
@@ -104,7 +104,7 @@ class Script:
 
 
 def _load(name: str) -> Script:
-    folder = resources.files("duetime.stores.redis") / "lua"
+    folder = package_folder("duetime.stores.redis", "lua")
     shared = [(folder / part).read_text() for part in (_PREAMBLE, *INCLUDES.get(name, ()))]
     source = assemble(shared, (folder / f"{name}.lua").read_text())
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest())

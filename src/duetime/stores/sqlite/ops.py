@@ -350,7 +350,7 @@ def count(conn: sqlite3.Connection, queues: Queues, task_type: str) -> dict[Stat
     qid = queues.find(conn, task_type)
     if qid is None:
         return dict.fromkeys(STATES, 0)
-    row = conn.execute(Q.count, {"qid": qid}).fetchone()
+    row = conn.execute(Q.count_states, {"qid": qid}).fetchone()
     return dict(zip(STATES, (int(n) for n in row), strict=True))
 
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from duetime.stores.statements import load_statements
 
 
-@dataclass(frozen=True, slots=True)
-class Queries:
+class Queries(NamedTuple):
     """Every statement the store runs, one per file named as the field; each file's header
     lists its parameters and what it returns."""
 
@@ -35,7 +34,7 @@ class Queries:
     list_due: str
     list_running: str
     list_dead: str
-    count: str
+    count_states: str
     hasten: str
     active_running: str
     active_waiting: str

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from duetime.errors import SchemaError
 from duetime.stores.migrations import Migration, load_folder
+from duetime.stores.packaged import folder as package_folder
 from duetime.stores.sqlite.queries import Q
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 
 def load_migrations(folder: Traversable | None = None) -> tuple[Migration, ...]:
     """The migrations in ``folder`` (by default the package's), in order; see
     :func:`duetime.stores.migrations.load_folder`."""
     if folder is None:
-        folder = resources.files("duetime.stores.sqlite") / "migrations"
+        folder = package_folder("duetime.stores.sqlite", "migrations")
     return load_folder(folder)
 
 

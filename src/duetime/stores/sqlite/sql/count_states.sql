@@ -1,4 +1,4 @@
--- count: how many tasks of a type are due, running and dead; each count reads one
+-- count_states: how many tasks of a type are due, running and dead; each count reads one
 -- partial index. A task rescheduled while it runs counts as due and as running.
 -- Parameters: :qid.
 -- Returns one row: due, running, dead.
