@@ -223,10 +223,13 @@ async def test_a_group_rate_holds_each_group_across_workers(app: duetime.App) ->
     for g in "XY":
         times = sorted(t for group, t in starts if group == g)
         gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
-        # 200 ms apart by the store's clock: a claim's own latency (a fresh connection's
-        # first claim is slow) can bring one start closer to the next, never two together,
-        # and the five starts span four intervals less that latency.
-        assert min(gaps) > 0.05 and times[-1] - times[0] > 0.6, gaps
+        # 200 ms apart by the store's clock, when claimed. A start's own latency after its
+        # claim (a fresh connection's first claim is slow; a loaded machine runs the
+        # process late: 160 ms seen under the full suite) can bring it closer to the next
+        # start, by any amount, but shortens only that one gap: the others stay near
+        # 200 ms, and the five starts span four intervals less that latency. Without the
+        # limit, every gap would be near 0.
+        assert sorted(gaps)[1] > 0.15 and times[-1] - times[0] > 0.6, gaps
     # The two groups ran side by side, not one after the other.
     first_y = min(t for group, t in starts if group == "Y")
     last_x = max(t for group, t in starts if group == "X")
