@@ -214,12 +214,11 @@ class TypeRunner:
         due_now = []
         self.running += len(claims)
         for claim in claims:  # by index: (id, token, stalls, due, record, lead)
+            run = active[claim[1]] = Run(claim)
             if claim[3] > now_ms:
-                run = active[claim[1]] = Run(claim)
                 # Not in the task group: shutdown reaches every run through self.active.
                 run.task = loop.create_task(self._execute(run))
             else:
-                run = active[claim[1]] = Run(claim)
                 due_now.append(run)
         if due_now:
             self.starter.start(loop, due_now)

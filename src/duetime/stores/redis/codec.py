@@ -174,9 +174,6 @@ def inspected(task_id: str, reply: list[Any]) -> StoredTask | None:
 def priorities(tasks: Sequence[NewTask]) -> str:
     """The priorities of ``tasks`` as the schedule scripts take them: ``""`` when all are 0
     (the common case: nothing to parse), else one a task, separated by spaces."""
-    if len(tasks) == 1:  # the producer's common call
-        priority = tasks[0].priority
-        return str(priority) if priority else ""
     if not any(task.priority for task in tasks):
         return ""
     return " ".join(str(task.priority) for task in tasks)
@@ -186,9 +183,6 @@ def groups(tasks: Sequence[NewTask]) -> str:
     """The groups of ``tasks`` as the schedule script takes them: ``""`` when none has one
     (the common case), else each followed by a newline ("" for none; a group holds no
     control characters)."""
-    if len(tasks) == 1:
-        group = tasks[0].group
-        return f"{group}\n" if group else ""
     if not any(task.group for task in tasks):
         return ""
     return "".join(f"{task.group}\n" for task in tasks)

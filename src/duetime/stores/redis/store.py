@@ -199,15 +199,12 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     ) -> list[str]:
         k = self.keys(task_type)
         token = "" if fence is None else fence
-        mode = "1" if only_new else "0"
+        head = [self._wake(task_type), task_type, "1" if only_new else "0", token]
         if len(tasks) == 1:
             task = tasks[0]
             keys = self._schedule_keys(k, task.due_ms)
-            one = [self._wake(task_type), task_type, mode, token, priorities(tasks)]
-            one += (groups(tasks), task.id, score(task), task.record)
-            reply = await self._run("schedule", keys, one)
-            return [wire.text(t) for t in reply[1:]] if len(reply) > 1 else []
-        head = [self._wake(task_type), task_type, mode, token]
+            one = [*head, priorities(tasks), groups(tasks), task.id, score(task), task.record]
+            return [wire.text(t) for t in (await self._run("schedule", keys, one))[1:]]
         # Within one batch the last task of an id wins, as if scheduled one by one.
         unique = list({task.id: task for task in tasks}.values())
         chunks: list[tuple[list[str], list[Any]]] = []
