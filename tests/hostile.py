@@ -42,8 +42,8 @@ def sync_redis(url: str) -> redis.Redis:
     scheme = url.partition("://")[0].lower()
     if scheme.endswith("+sentinel"):
         found = parse_sentinel_url(url)
-        sentinel = redis.sentinel.Sentinel(list(found.sentinels))  # type: ignore[no-untyped-call]
-        primary: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
+        sentinel = redis.sentinel.Sentinel(list(found.sentinels))
+        primary: redis.Redis = sentinel.master_for(
             found.service, db=found.db, password=found.password
         )
         return primary

@@ -150,7 +150,7 @@ async def test_workers_are_woken_only_by_a_new_earliest_task(
             if msg is not None:
                 messages.append(msg["data"])
     finally:
-        await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await pubsub.aclose()
     assert messages == [f"mail {T0}", f"mail {T0 - 5}"]
 
 

@@ -30,20 +30,16 @@ def _cluster_client(cluster: RedisCluster) -> redis.cluster.RedisCluster:
 
 
 def _sentinel(group: SentinelGroup) -> redis.sentinel.Sentinel:
-    return redis.sentinel.Sentinel(  # type: ignore[no-untyped-call]
-        group.sentinel_addrs, socket_timeout=2
-    )
+    return redis.sentinel.Sentinel(group.sentinel_addrs, socket_timeout=2)
 
 
 def _master_for(sentinel: redis.sentinel.Sentinel, service: str) -> redis.Redis:
-    client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
-        service, decode_responses=True
-    )
+    client: redis.Redis = sentinel.master_for(service, decode_responses=True)
     return client
 
 
 def _discover_master(sentinel: redis.sentinel.Sentinel, service: str) -> tuple[str, int]:
-    host, port = sentinel.discover_master(service)  # type: ignore[no-untyped-call]
+    host, port = sentinel.discover_master(service)
     return str(host), int(port)
 
 

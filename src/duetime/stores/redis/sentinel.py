@@ -182,9 +182,7 @@ def connect_sentinel(url: str, **options: Any) -> Redis:
     }
     if found.sentinel_password:
         sentinel_kwargs["password"] = found.sentinel_password
-    manager = _Sentinels(  # type: ignore[no-untyped-call]
-        list(found.sentinels), sentinel_kwargs=sentinel_kwargs
-    )
+    manager = _Sentinels(list(found.sentinels), sentinel_kwargs=sentinel_kwargs)
     options["connection_class"] = _FollowingSSLConnection if found.tls else _FollowingConnection
     client: Redis = manager.master_for(
         found.service,

@@ -71,7 +71,7 @@ async def subscribe(
             outage.failed(exc, "connection lost (%s); reconnecting", exc, expected=True)
         finally:
             with contextlib.suppress(Exception):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+                await pubsub.aclose()
             with contextlib.suppress(Exception):
                 await client.aclose()
         failures += 1
