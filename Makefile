@@ -19,6 +19,7 @@ install: package
 	@scripts/ensure-redis
 	@scripts/ensure-postgres
 	@scripts/ensure-chromium
+	@scripts/ensure-valgrind
 
 check: install
 	$(BIN)/ruff format --check src tests bench examples scripts

@@ -4,6 +4,7 @@
     python bench/ab.py HEAD WORKTREE --stores redis  # the uncommitted change, before commit
     python bench/ab.py HEAD HEAD                     # the noise floor: a revision against itself
     python bench/ab.py HEAD WORKTREE --quick         # a smoke run, a few seconds
+    python bench/ab.py d27d428 HEAD --workloads w1i,w2i --rounds 1   # counted: no noise
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"rate": "100000/s"}'
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"seed_priorities": 5}'
     python bench/ab.py WORKTREE WORKTREE --workloads w2 \
@@ -29,13 +30,20 @@ both alike. One redis-server (started here, on a free port, without persistence)
 every Redis measurement; SQLite files live in one directory, a new one per measurement;
 each measurement has a namespace of its own.
 
-W1  one ``schedule`` call per task, tasks/s (tasks due in an hour, ~100-byte payloads).
+W1  one ``schedule`` call per task, tasks/s (tasks due in an hour, ~100-byte payloads);
+    on Redis also the server's time in duetime's scripts per call (INFO commandstats).
 W2  N due tasks (one ``schedule_many``), one worker process at concurrency 1,000, a no-op
     async handler: tasks/s from the worker process's start to the last handler, and from
     the first handler to the last; and the worker process's CPU time (user + system, from
-    its own getrusage) per task, first handler to last.
+    its own getrusage) per task, first handler to last; on Redis also the server's time
+    in scripts per task (claims and settles).
 W3  lateness (handler start minus due time) of tasks spread over some seconds, scheduled
     one call each before they are due: p50 and p99, ms.
+W1i, W2i (named in --workloads only): W1's producer and W2's worker process run under
+    valgrind's callgrind at two sizes, the instructions they execute per call or task
+    (bench/ab_count.py): the same for the same build however busy the machine is, so one
+    round says what three of the timed workloads cannot, down to a few per cent. Minutes
+    per build: the process runs some fifty times slower.
 
 The table gives, per store and metric, each revision's median over the rounds (min–max),
 B/A of the medians with the range of the per-round ratios (each round's pair ran back to
@@ -66,6 +74,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from ab_build import REPORTED, Build, build, default_cache  # noqa: E402
+from ab_count import (  # noqa: E402
+    ServerClock,
+    collected,
+    counting,
+    own_lines,
+    per_unit,
+    quiet_env,
+    run_counted,
+)
 from ab_table import METRICS, table  # noqa: E402
 
 AGENT = ROOT / "bench" / "ab_agent.py"
@@ -78,17 +95,24 @@ class Sizes(NamedTuple):
     w3: int  # tasks spread over w3_spread seconds
     w3_spread: float
     w3_lead: float  # the time between the W3 producer's start and the first due time
+    w1i: tuple[int, int] = (500, 2_500)  # W1i's two sizes, calls
+    w2i: tuple[int, int] = (2_000, 12_000)  # W2i's two sizes, tasks
 
 
 FULL = Sizes(rounds=3, w1=20_000, w2=20_000, w3=2_000, w3_spread=10.0, w3_lead=2.0)
-QUICK = Sizes(rounds=1, w1=300, w2=1_000, w3=100, w3_spread=1.0, w3_lead=0.5)
-WORKLOADS = ("w1", "w2", "w3")
+QUICK = Sizes(
+    rounds=1, w1=300, w2=1_000, w3=100, w3_spread=1.0, w3_lead=0.5, w1i=(50, 250), w2i=(200, 700)
+)
+WORKLOADS = ("w1", "w2", "w3", "w1i", "w2i")
+#: What a run measures unless told: the counted workloads take minutes under valgrind.
+DEFAULT_WORKLOADS = ("w1", "w2", "w3")
 
 
 class Worker(NamedTuple):
     build: Build
     proc: subprocess.Popen[bytes]
     out: Path  # where it writes its samples when it is done
+    counted: Path | None  # where callgrind writes its profile, when it runs under callgrind
 
 
 class Bench:
@@ -104,6 +128,7 @@ class Bench:
         self.said: dict[str, None] = {}
         #: Per revision, the module its worker's process set-up came from (it moved).
         self.runtimes: dict[str, str] = {}
+        self.server = ServerClock(redis_url) if redis_url is not None else None
 
     def url(self, store: str, ns: str) -> str:
         if store == "redis":
@@ -150,20 +175,41 @@ class Bench:
         check_origin(b, result["duetime"])
         return result
 
+    def counted_agent(self, b: Build, *args: object) -> int:
+        """The instructions the agent executes, run under callgrind (see bench/ab_count.py)."""
+        cmd = [str(b.python), "-I", str(AGENT), *map(str, args)]
+        proc, instructions = run_counted(cmd, self.tmp / f"{args[2]}.callgrind")
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr)
+            raise SystemExit(f"{b.label}: agent {args[0]} exited with {proc.returncode}")
+        self.heard(own_lines(proc.stderr))
+        check_origin(b, json.loads(proc.stdout.splitlines()[-1])["duetime"])
+        return instructions
+
     def heard(self, text: str) -> None:
         self.said.update(dict.fromkeys(line for line in text.splitlines() if line.strip()))
 
     def start_worker(
-        self, b: Build, url: str, ns: str, n: int, options: dict[str, Any] | None = None
+        self,
+        b: Build,
+        url: str,
+        ns: str,
+        n: int,
+        options: dict[str, Any] | None = None,
+        counted: bool = False,
     ) -> Worker:
         out = self.tmp / f"{ns}.json"
         cmd = [str(b.python), "-I", str(AGENT), "worker", url, ns, str(n), str(out)]
         cmd.append(str(self.concurrency))
         if options:  # only then: a build without the options is run as it always was
             cmd.append(json.dumps(options))
+        profile = self.tmp / f"{ns}.callgrind" if counted else None
+        if profile is not None:
+            cmd = counting(cmd, profile)
         with open(f"{out}.err", "wb") as err:
-            proc = subprocess.Popen(cmd, stderr=err)
-        return Worker(b, proc, out)
+            env = quiet_env() if counted else None
+            proc = subprocess.Popen(cmd, stderr=err, env=env)
+        return Worker(b, proc, out, profile)
 
     def finish(self, worker: Worker, timeout: float) -> dict[str, Any]:
         """The worker's samples, once it ran its tasks and exited."""
@@ -174,8 +220,12 @@ class Bench:
         except SystemExit:
             sys.stderr.write(err.read_text())
             raise
-        self.heard(err.read_text())
+        said = err.read_text()
         data: dict[str, Any] = json.loads(worker.out.read_text())
+        if worker.counted is not None:
+            data["instructions"] = collected(said, worker.counted)
+            said = own_lines(said)
+        self.heard(said)
         check_origin(worker.build, data["duetime"])
         self.runtimes[worker.build.name] = data["runtime"] or "none found: default loop and gc"
         for path in (worker.out, err, Path(f"{worker.out}.ready")):
@@ -183,7 +233,41 @@ class Bench:
         return data
 
     def w1(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
-        return {"w1_per_s": self.agent(b, "w1", self.url(store, ns), ns, self.sizes.w1)["per_s"]}
+        server = self.server if store == "redis" else None
+        if server is not None:
+            server.reset()
+        n = self.sizes.w1
+        figures = {"w1_per_s": self.agent(b, "w1", self.url(store, ns), ns, n)["per_s"]}
+        if server is not None:  # with the agent's start: a few calls in 20,000
+            figures["w1_server_us_per_call"] = server.spent_us() / n
+        return figures
+
+    def w1i(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
+        """The producer's instructions per ``schedule`` call, counted (W1 at two sizes)."""
+
+        def count(n: int) -> int:
+            at = f"{ns}n{n}"  # a namespace per size: each starts from an empty store
+            try:
+                return self.counted_agent(b, "w1", self.url(store, at), at, n)
+            finally:
+                self.clean(store, at)
+
+        return {"w1_instructions_per_call": per_unit(count, *self.sizes.w1i)}
+
+    def w2i(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
+        """The worker's instructions per task, counted (W2 at two sizes)."""
+
+        def count(n: int) -> int:
+            at = f"{ns}n{n}"
+            url = self.url(store, at)
+            try:
+                self.agent(b, "seed", url, at, n)
+                worker = self.start_worker(b, url, at, n, options, counted=True)
+                return int(self.finish(worker, 1800)["instructions"])
+            finally:
+                self.clean(store, at)
+
+        return {"w2_instructions_per_task": per_unit(count, *self.sizes.w2i)}
 
     def w2(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         n, url = self.sizes.w2, self.url(store, ns)
@@ -192,9 +276,13 @@ class Bench:
         groups = options.pop("seed_groups", 0)
         extra = [str(levels), str(groups)] if groups else [str(levels)] if levels else []
         self.agent(b, "seed", url, ns, n, *extra)
+        server = self.server if store == "redis" else None
+        if server is not None:
+            server.reset()
         worker = self.start_worker(b, url, ns, n, options)
         t_start = time.time()
         data = self.finish(worker, 600)
+        spent = server.spent_us() if server is not None else None
         times = [s[0] for s in data["samples"]]
         first, last = min(times), max(times)
         (u0, s0), (u1, s1) = data["cpu"][0], data["cpu"][-1]
@@ -206,6 +294,8 @@ class Bench:
             "w2_cpu_us_per_task": (u1 - u0 + s1 - s0) * per_task,
             "w2_cpu_user_us_per_task": (u1 - u0) * per_task,
             "w2_cpu_system_us_per_task": (s1 - s0) * per_task,
+            # The claims' and settles' time in Redis, with the worker's start and end.
+            **({"w2_server_us_per_task": spent / n} if spent is not None else {}),
         }
 
     def w3(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
@@ -301,7 +391,11 @@ def parse() -> argparse.Namespace:
     parser.add_argument(
         "--stores", default="redis,sqlite", help="redis, sqlite, postgres (the tests' server)"
     )
-    parser.add_argument("--workloads", default=",".join(WORKLOADS))
+    parser.add_argument(
+        "--workloads",
+        default=",".join(DEFAULT_WORKLOADS),
+        help=f"of {', '.join(WORKLOADS)}; default {','.join(DEFAULT_WORKLOADS)}",
+    )
     parser.add_argument("--tasks", type=int, help=f"W2's tasks, default {FULL.w2:,}")
     parser.add_argument("--w1-tasks", type=int, help=f"W1's calls, default {FULL.w1:,}")
     parser.add_argument("--w3-tasks", type=int, help=f"W3's tasks, default {FULL.w3:,}")
@@ -341,6 +435,8 @@ def parse() -> argparse.Namespace:
         w3=args.w3_tasks or base.w3,
         w3_spread=args.w3_spread or base.w3_spread,
         w3_lead=base.w3_lead,
+        w1i=base.w1i,
+        w2i=base.w2i,
     )
     return args
 

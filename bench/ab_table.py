@@ -11,15 +11,21 @@ class Metric(NamedTuple):
     key: str
     label: str
     higher_is_better: bool
+    workload: str  # the workload that measures it
+    redis_only: bool = False  # measured on Redis alone (the server's time in scripts)
 
 
 METRICS = (
-    Metric("w1_per_s", "W1 one call /s", True),
-    Metric("w2_start_to_last_per_s", "W2 start→last /s", True),
-    Metric("w2_first_to_last_per_s", "W2 first→last /s", True),
-    Metric("w2_cpu_us_per_task", "W2 worker CPU µs/task", False),
-    Metric("w3_p50_ms", "W3 p50 ms", False),
-    Metric("w3_p99_ms", "W3 p99 ms", False),
+    Metric("w1_per_s", "W1 one call /s", True, "w1"),
+    Metric("w1_server_us_per_call", "W1 Redis scripts µs/call", False, "w1", redis_only=True),
+    Metric("w1_instructions_per_call", "W1i producer instructions/call", False, "w1i"),
+    Metric("w2_start_to_last_per_s", "W2 start→last /s", True, "w2"),
+    Metric("w2_first_to_last_per_s", "W2 first→last /s", True, "w2"),
+    Metric("w2_cpu_us_per_task", "W2 worker CPU µs/task", False, "w2"),
+    Metric("w2_server_us_per_task", "W2 Redis scripts µs/task", False, "w2", redis_only=True),
+    Metric("w2_instructions_per_task", "W2i worker instructions/task", False, "w2i"),
+    Metric("w3_p50_ms", "W3 p50 ms", False, "w3"),
+    Metric("w3_p99_ms", "W3 p99 ms", False, "w3"),
 )
 
 

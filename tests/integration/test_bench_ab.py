@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -51,7 +52,9 @@ def test_ab_measures_two_builds_and_prints_every_metric(
 
     out = proc.stdout
     assert re.search(r"A = HEAD \([0-9a-f]{7}\), B = WORKTREE \([0-9a-f]{7}\+", out), out
-    for metric in METRICS:
+    # The timed workloads' metrics on SQLite (the counted ones run only when named).
+    measured = [m for m in METRICS if m.workload in ("w1", "w2", "w3") and not m.redis_only]
+    for metric in measured:
         rows = [line for line in out.splitlines() if line.startswith(f"| {metric.label} |")]
         assert len(rows) == 1, (metric.label, out)
         cells = [cell.strip() for cell in rows[0].strip("|").split("|")]
@@ -69,8 +72,40 @@ def test_ab_measures_two_builds_and_prints_every_metric(
             if record["rev"] == rev:
                 assert record["store"] == "sqlite" and record["round"] == 1
                 figures.update(record)
-        assert {m.key for m in METRICS} <= figures.keys()
+        assert {m.key for m in measured} <= figures.keys()
         assert figures["w3_producer_overran_s"] < 0  # every task was scheduled before due
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(400)  # about 70 s; up to a minute more when the build is made anew
+def test_the_counted_workloads_give_a_builds_instructions_the_same_each_time(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    # W1i and W2i count what the producer and the worker execute, under valgrind: one build
+    # against itself counts alike (rates of the same build differ by a tenth from run to run).
+    assert shutil.which("valgrind"), (
+        "the counted workloads need valgrind (apt-get install valgrind)"
+    )
+    cmd = [sys.executable, str(ROOT / "bench" / "ab.py"), "HEAD", "HEAD", "--quick"]
+    cmd += [
+        "--stores",
+        "sqlite",
+        "--workloads",
+        "w1i,w2i",
+        "--cache",
+        str(builds_cache(request, tmp_path)),
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=390, check=False)
+    assert proc.returncode == 0, proc.stderr
+
+    for label in ("W1i producer instructions/call", "W2i worker instructions/task"):
+        _, a, b, ratio, _ = line(proc.stdout, label)
+        for count in (a, b):
+            # A call or a task takes tens of thousands of instructions or more: a count
+            # that is not per unit (the process's start left in) or is empty reads far off.
+            assert 10_000 < float(count.replace(",", "")) < 5_000_000, (label, count)
+        assert 0.9 <= float(ratio) <= 1.1, (label, a, b)
+    assert "W1 one call" not in proc.stdout  # only the workloads named ran
 
 
 def records(metric: str, a: list[float], b: list[float]) -> list[dict[str, Any]]:
