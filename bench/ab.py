@@ -252,7 +252,8 @@ class Bench:
             finally:
                 self.clean(store, at)
 
-        return {"w1_instructions_per_call": per_unit(count, *self.sizes.w1i)}
+        each, rest = per_unit(count, *self.sizes.w1i)
+        return {"w1_instructions_per_call": each, "w1_start_instructions": rest}
 
     def w2i(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         """The worker's instructions per task, counted (W2 at two sizes)."""
@@ -267,7 +268,8 @@ class Bench:
             finally:
                 self.clean(store, at)
 
-        return {"w2_instructions_per_task": per_unit(count, *self.sizes.w2i)}
+        each, rest = per_unit(count, *self.sizes.w2i)
+        return {"w2_instructions_per_task": each, "w2_start_instructions": rest}
 
     def w2(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         n, url = self.sizes.w2, self.url(store, ns)

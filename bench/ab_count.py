@@ -66,9 +66,12 @@ def collected(stderr: str, out: Path) -> int:
     return int(found[-1])
 
 
-def per_unit(count: Callable[[int], int], small: int, large: int) -> float:
-    """Instructions per unit of a workload: ``count(n)`` counted at two sizes."""
-    return (count(large) - count(small)) / (large - small)
+def per_unit(count: Callable[[int], int], small: int, large: int) -> tuple[float, float]:
+    """A workload counted at two sizes (``count(n)``: the instructions at size ``n``): its
+    instructions per unit, and those of the rest (the process's start and end)."""
+    at_small = count(small)
+    each = (count(large) - at_small) / (large - small)
+    return each, at_small - each * small
 
 
 class ServerClock:

@@ -12,6 +12,7 @@ class Metric(NamedTuple):
     label: str
     higher_is_better: bool
     workload: str  # the workload that measures it
+    scale: float = 1.0  # what a figure is multiplied by to be shown (1e-6: in millions)
     redis_only: bool = False  # measured on Redis alone (the server's time in scripts)
 
 
@@ -19,11 +20,15 @@ METRICS = (
     Metric("w1_per_s", "W1 one call /s", True, "w1"),
     Metric("w1_server_us_per_call", "W1 Redis scripts µs/call", False, "w1", redis_only=True),
     Metric("w1_instructions_per_call", "W1i producer instructions/call", False, "w1i"),
+    # The rest of the counted process: the interpreter's start, the imports, connecting.
+    Metric("w1_start_instructions", "W1i producer start, M instructions", False, "w1i", 1e-6),
     Metric("w2_start_to_last_per_s", "W2 start→last /s", True, "w2"),
     Metric("w2_first_to_last_per_s", "W2 first→last /s", True, "w2"),
+    Metric("w2_startup_s", "W2 start→first handler s", False, "w2"),
     Metric("w2_cpu_us_per_task", "W2 worker CPU µs/task", False, "w2"),
     Metric("w2_server_us_per_task", "W2 Redis scripts µs/task", False, "w2", redis_only=True),
     Metric("w2_instructions_per_task", "W2i worker instructions/task", False, "w2i"),
+    Metric("w2_start_instructions", "W2i worker start, M instructions", False, "w2i", 1e-6),
     Metric("w3_p50_ms", "W3 p50 ms", False, "w3"),
     Metric("w3_p99_ms", "W3 p99 ms", False, "w3"),
 )
@@ -45,13 +50,15 @@ def spread(values: Sequence[float]) -> str:
     return f"{med} ({number(min(values))}–{number(max(values))})"
 
 
-def series(results: Sequence[dict[str, Any]], store: str, rev: str, key: str) -> list[float]:
+def series(
+    results: Sequence[dict[str, Any]], store: str, rev: str, key: str, scale: float = 1.0
+) -> list[float]:
     """One figure of one revision on one store, by round."""
     rows = sorted(
         (r for r in results if r["store"] == store and r["rev"] == rev and key in r),
         key=lambda r: r["round"],
     )
-    return [float(r[key]) for r in rows]
+    return [float(r[key]) * scale for r in rows]
 
 
 def reading(a: Sequence[float], b: Sequence[float], higher_is_better: bool) -> str:
@@ -66,8 +73,8 @@ def reading(a: Sequence[float], b: Sequence[float], higher_is_better: bool) -> s
 
 
 def row(results: Sequence[dict[str, Any]], store: str, metric: Metric) -> list[str] | None:
-    a = series(results, store, "A", metric.key)
-    b = series(results, store, "B", metric.key)
+    a = series(results, store, "A", metric.key, metric.scale)
+    b = series(results, store, "B", metric.key, metric.scale)
     if not a or not b:
         return None
     # Each round's pair ran back to back, so their ratio cancels most of what the machine

@@ -105,6 +105,11 @@ def test_the_counted_workloads_give_a_builds_instructions_the_same_each_time(
             # that is not per unit (the process's start left in) or is empty reads far off.
             assert 10_000 < float(count.replace(",", "")) < 5_000_000, (label, count)
         assert 0.9 <= float(ratio) <= 1.1, (label, a, b)
+    for label in ("W1i producer start, M instructions", "W2i worker start, M instructions"):
+        # The rest of the process, in millions: Python's start and the imports at least.
+        _, a, b, ratio, _ = line(proc.stdout, label)
+        assert 50 < float(a.replace(",", "")) < 5_000, (label, a)
+        assert 0.9 <= float(ratio) <= 1.1, (label, a, b)
     assert "W1 one call" not in proc.stdout  # only the workloads named ran
 
 
