@@ -23,6 +23,10 @@ NOT_LOADED = (
     "duetime.sync",
     "duetime.web",
     "duetime.cli",
+    # Of the standard library: zoneinfo with the first trigger that reads a zone; secrets
+    # (and the hmac and hashlib it loads) nowhere, ids are drawn from os.urandom.
+    "zoneinfo",
+    "secrets",
 )
 
 WORKER = """

@@ -14,11 +14,13 @@ the App, and adding a kind adds no branch to the executor: only a line in
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, NamedTuple, Protocol, runtime_checkable
-from zoneinfo import ZoneInfo
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, Protocol, runtime_checkable
 
 from duetime.events import EventKind
 from duetime.stores.base import Claim, Outcome
+
+if TYPE_CHECKING:  # zoneinfo loads with the first trigger that reads a zone
+    from zoneinfo import ZoneInfo
 
 
 class Next(NamedTuple):

@@ -11,7 +11,6 @@ import asyncio
 import functools
 import logging
 import os
-import secrets
 import socket
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -124,7 +123,7 @@ class Worker:
         names = list(dict.fromkeys(names))
         if not names:
             raise ValidationError("types", "no task type with a handler to run")
-        self.id = f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+        self.id = f"{socket.gethostname()}-{os.getpid()}-{os.urandom(3).hex()}"
         self.monitored = monitored
         self._listeners = [*registry.listeners, *listeners]
         for listener in self._listeners:
