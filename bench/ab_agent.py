@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import os
 import resource
 import sys
 import time
@@ -120,20 +121,27 @@ async def worker(
     url: str, ns: str, n: int, out: str, concurrency: int, options: dict[str, Any]
 ) -> None:
     """Run a worker until ``n`` tasks ran; write each handler's start and due time, and
-    the CPU times at the first and the last handler, to ``out``."""
+    the CPU times at the first and the last handler, to ``out``. With env
+    ``DUETIME_AB_SAMPLES=0`` (a counted run: bench/ab_count.py) no handler keeps a sample,
+    so that what is counted per task is the worker's alone, not the samples' writing."""
     started = time.time()
     module, tune_gc, _ = runtime()
     app = duetime.App(url, namespace=ns)
+    keep = os.environ.get("DUETIME_AB_SAMPLES", "1") != "0"
     samples: list[tuple[float, float]] = []
     cpus: list[list[float]] = []
     done = asyncio.Event()
+    ran = 0
 
     @app.task("bench", concurrency=concurrency, timeout=None, **options)
     async def bench(payload: dict[str, float]) -> None:
-        samples.append((time.time(), payload["due"]))
-        if len(samples) == 1 or len(samples) == n:
+        nonlocal ran
+        ran += 1
+        if keep:
+            samples.append((time.time(), payload["due"]))
+        if ran == 1 or ran == n:
             cpus.append(cpu())
-        if len(samples) >= n:
+        if ran >= n:
             done.set()
 
     run = app.worker(grace=1)

@@ -53,8 +53,10 @@ def counting(cmd: list[str], out: Path) -> list[str]:
 
 def quiet_env() -> dict[str, str]:
     """The environment of a counted process: string hashing fixed, so that two runs of one
-    build hash alike (sets and dicts of text then iterate alike)."""
-    return {**os.environ, "PYTHONHASHSEED": "0"}
+    build hash alike (sets and dicts of text then iterate alike), and no per-task samples
+    kept by bench/ab_agent.py's worker (their writing at the end grows with the tasks and
+    would be counted as the worker's: a float's text costs thousands of instructions)."""
+    return {**os.environ, "PYTHONHASHSEED": "0", "DUETIME_AB_SAMPLES": "0"}
 
 
 def collected(stderr: str, out: Path) -> int:
