@@ -74,15 +74,16 @@ async def test_a_worker_starts_a_task_at_its_microsecond_never_before(
     async with running(redis_app):
         now = datetime.fromtimestamp(await redis_app.now_ms() / 1000, UTC)
         asked = {}
-        for i in range(20):  # 40 ms apart
-            at = now + timedelta(milliseconds=300 + 40 * i, microseconds=1)
+        for i in range(40):  # 25 ms apart
+            at = now + timedelta(milliseconds=300 + 25 * i, microseconds=1)
             asked[f"t{i}"] = at.timestamp() * 1000
             await redis_app.schedule("exact", f"t{i}", at=at)
-        await eventually(lambda: len(started) == 20, within=10)
+        await eventually(lambda: len(started) == 40, within=10)
         await asyncio.sleep(0)
     late = sorted(started[k] - asked[k] for k in asked)
     assert late[0] >= 0, late  # never before the moment asked for
-    # A loaded machine may start some late; rounded up, none would start within 0.9 ms.
+    # A loaded machine starts many late (under the full suite, a fifth of them within
+    # 0.9 ms was seen); rounded up, none would start within 0.9 ms.
     assert sum(x < 0.9 for x in late) >= 5, late
 
 
