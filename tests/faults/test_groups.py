@@ -47,11 +47,19 @@ async def test_a_busy_group_runs_one_at_a_time_and_the_small_groups_go_first(
     tasks = [duetime.Task("work", f"A{i:03}", at=due, group="A") for i in range(100)]
     for group in "BC":
         tasks += [duetime.Task("work", f"{group}{i}", at=due, group=group) for i in range(3)]
-    await producer.schedule_many(tasks)
-    for _ in range(3):
+    # Every worker is up before the tasks come, each able to run two at once (so a worker
+    # could run two of a group, but not the three groups' tasks alone): the worker that
+    # settles a task may win the next claim of its group every time, and with room for all
+    # three groups the first worker up once ran every task on a loaded machine.
+    started = [
         workers.start(
-            any_store_url, namespace, concurrency=10, group_concurrency=1, mode="sleep:0.02"
+            any_store_url, namespace, concurrency=2, group_concurrency=1, mode="sleep:0.02"
         )
+        for _ in range(3)
+    ]
+    for worker in started:
+        worker.wait_ready()
+    await producer.schedule_many(tasks)
     await eventually(
         lambda: len(counts(workers.ledger(), "effect")) == len(tasks), 60, "every task ran"
     )
