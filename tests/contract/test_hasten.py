@@ -7,7 +7,7 @@ import asyncio
 
 from duetime.stores.base import NewTask, Outcome, Store
 from tests.contract.test_claims import REC, T0, claim, put
-from tests.helpers import record_text
+from tests.helpers import eventually, record_text
 
 
 async def test_hasten_moves_a_waiting_task_forward_and_never_back(store: Store) -> None:
@@ -47,7 +47,10 @@ async def test_hasten_wakes_workers_when_the_task_becomes_the_earliest(store: St
     woken: list[tuple[str, int]] = []
     listening = asyncio.create_task(store.listen(lambda t, due: woken.append((t, due))))
     try:
-        await asyncio.sleep(0.3)  # subscribed
+        # Every store says ("*", 0) once it listens (on Redis, once subscribed), which can
+        # take longer than a fixed sleep on a loaded machine (a Sentinel names the primary
+        # first): a wake-up published before it is lost.
+        await eventually(lambda: ("*", 0) in woken, within=10, what="the listener is up")
         assert await store.hasten("mail", "second", T0 + 15_000) is True  # not the earliest
         assert await store.hasten("mail", "second", T0 + 5_000) is True
         for _ in range(100):
