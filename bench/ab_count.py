@@ -25,7 +25,8 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+import redis
 
 #: What callgrind prints at its end: the instructions it collected.
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
@@ -77,14 +78,12 @@ def per_unit(count: Callable[[int], int], small: int, large: int) -> tuple[float
 
 
 class ServerClock:
-    """The Redis server's own time on commands, from zero at :meth:`reset`."""
+    """The Redis server's time in scripts, from zero at :meth:`reset`."""
 
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def _client(self) -> Any:
-        import redis
-
+    def _client(self) -> redis.Redis:
         return redis.Redis.from_url(self.url)
 
     def reset(self) -> None:

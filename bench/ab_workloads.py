@@ -13,6 +13,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -175,9 +176,7 @@ class Bench:
         return data
 
     def w1(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
-        server = self.server if store == "redis" else None
-        if server is not None:
-            server.reset()
+        server = self.server_from_zero(store)
         n = self.sizes.w1
         figures = {"w1_per_s": self.agent(b, "w1", self.url(store, ns), ns, n)["per_s"]}
         if server is not None:  # with the agent's start: a few calls in 20,000
@@ -187,31 +186,45 @@ class Bench:
     def w1i(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         """The producer's instructions per ``schedule`` call, counted (W1 at two sizes)."""
 
-        def count(n: int) -> int:
-            at = f"{ns}n{n}"  # a namespace per size: each starts from an empty store
-            try:
-                return self.counted_agent(b, "w1", self.url(store, at), at, n)
-            finally:
-                self.clean(store, at)
+        def count(url: str, at: str, n: int) -> int:
+            return self.counted_agent(b, "w1", url, at, n)
 
-        each, rest = per_unit(count, *self.sizes.w1i)
+        each, rest = self.at_two_sizes(store, ns, self.sizes.w1i, count)
         return {"w1_instructions_per_call": each, "w1_start_instructions": rest}
 
     def w2i(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         """The worker's instructions per task, counted (W2 at two sizes)."""
 
-        def count(n: int) -> int:
+        def count(url: str, at: str, n: int) -> int:
+            type_options = self.seed(b, url, at, n, options)
+            worker = self.start_worker(b, url, at, n, type_options, counted=True)
+            return int(self.finish(worker, 1800)["instructions"])
+
+        each, rest = self.at_two_sizes(store, ns, self.sizes.w2i, count)
+        return {"w2_instructions_per_task": each, "w2_start_instructions": rest}
+
+    def at_two_sizes(
+        self, store: str, ns: str, sizes: tuple[int, int], count: Callable[[str, str, int], int]
+    ) -> tuple[float, float]:
+        """A counted workload's instructions per unit and its start's (:func:`per_unit`):
+        ``count(url, namespace, n)`` at each size, in a namespace of its own, each from an
+        empty store."""
+
+        def at_size(n: int) -> int:
             at = f"{ns}n{n}"
-            url = self.url(store, at)
             try:
-                type_options = self.seed(b, url, at, n, options)
-                worker = self.start_worker(b, url, at, n, type_options, counted=True)
-                return int(self.finish(worker, 1800)["instructions"])
+                return count(self.url(store, at), at, n)
             finally:
                 self.clean(store, at)
 
-        each, rest = per_unit(count, *self.sizes.w2i)
-        return {"w2_instructions_per_task": each, "w2_start_instructions": rest}
+        return per_unit(at_size, *sizes)
+
+    def server_from_zero(self, store: str) -> ServerClock | None:
+        """The Redis server's clock of script time, reset now; None off Redis."""
+        if store != "redis" or self.server is None:
+            return None
+        self.server.reset()
+        return self.server
 
     def seed(self, b: Build, url: str, ns: str, n: int, options: dict[str, Any]) -> dict[str, Any]:
         """Schedule W2's ``n`` due tasks, with the priorities or groups ``options`` asks
@@ -227,9 +240,7 @@ class Bench:
     def w2(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         n, url = self.sizes.w2, self.url(store, ns)
         options = self.seed(b, url, ns, n, options)
-        server = self.server if store == "redis" else None
-        if server is not None:
-            server.reset()
+        server = self.server_from_zero(store)
         worker = self.start_worker(b, url, ns, n, options)
         t_start = time.time()
         data = self.finish(worker, 600)
