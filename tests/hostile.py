@@ -12,9 +12,9 @@ import redis.cluster
 import redis.sentinel
 
 from duetime.stores.postgres.config import parse_postgres_url
-from duetime.stores.redis.cluster import parse_cluster_url
 from duetime.stores.redis.keys import type_keys, wake_channel
 from duetime.stores.redis.sentinel import parse_sentinel_url
+from duetime.stores.redis.topology import parse_cluster_url
 from duetime.stores.sqlite.config import parse_sqlite_url
 
 

@@ -12,7 +12,7 @@ import pytest
 import redis.asyncio as aredis
 
 import duetime
-from duetime.stores.redis import scripts
+from duetime.stores.redis.resp import client as resp_client
 from tests.faults.harness import ReplyDropProxy, Workers, by_task, counts
 from tests.helpers import eventually, running
 from tests.servers import RedisServer
@@ -224,7 +224,8 @@ async def test_a_call_whose_reply_never_comes_is_sent_again(
     """A reply lost on a connection that stays open (a network that drops packets and sends
     no reset): the call runs out of time, goes again on another connection, and succeeds."""
     app, proxy = behind_proxy
-    monkeypatch.setattr(scripts, "CALL_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(resp_client, "CALL_TIMEOUT_SECONDS", 0.5)
+    await app.close()  # opened again by the next call, with the shorter deadline
     proxy.drop_next(hold=60)  # the connection is left open, its replies swallowed
     started = time.monotonic()
     await asyncio.wait_for(app.schedule("work", "silent", delay=3600, payload={"n": 1}), 10)
@@ -294,7 +295,7 @@ async def test_a_settle_sent_again_after_its_reply_was_lost_keeps_its_outcome(
     """The reply to a settle never comes (a network that drops packets): the call runs out
     of time and goes again. The second send finds the outcome the first one kept: the task
     ran once, and no lease is reported lost."""
-    monkeypatch.setattr(scripts, "CALL_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(resp_client, "CALL_TIMEOUT_SECONDS", 0.5)
     proxy = ReplyDropProxy(redis_server.port).start()
     worker_app = duetime.App(proxy.url, namespace=namespace)
     producer = duetime.App(redis_server.url, namespace=namespace)

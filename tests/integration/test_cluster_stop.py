@@ -1,7 +1,8 @@
 """A worker on Redis Cluster stops as soon as its work is done: its shard channels'
 listener ends at the first cancellation (redis-py's timed read of a shard channel can
 swallow one on Python 3.11, which kept every stop waiting for the next half-second poll);
-and the wake-up listeners outlive asyncio's RuntimeError of a write to a closed transport."""
+and its wake-up listener outlives asyncio's RuntimeError of a write to a closed transport
+(the single server's is tests/integration/test_resp_client.py's)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,13 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from redis.asyncio import Redis
 from redis.asyncio.cluster import RedisCluster as RedisClusterClient
 
 import duetime
-from duetime.stores.redis import wake
 from duetime.stores.redis.cluster import listen_sharded
 from duetime.testing import harness
 from tests.helpers import eventually
-from tests.servers import RedisCluster, RedisServer
+from tests.servers import RedisCluster
 
 
 async def test_a_burst_on_a_cluster_returns_once_its_runs_are_settled(
@@ -83,41 +82,3 @@ async def test_the_shard_listener_survives_a_write_to_a_dead_nodes_transport(
         listener.cancel()
         await asyncio.gather(listener, return_exceptions=True)
         await client.aclose()
-
-
-async def test_the_wake_listener_survives_a_write_to_a_closed_transport(
-    redis_server: RedisServer,
-) -> None:
-    """The same on a single Redis (and Sentinel): the wake-up listener subscribes again."""
-    failing = [True]
-    wakes: list[object] = []
-    connected: list[int] = []
-
-    def connect() -> Redis:
-        client = Redis.from_url(redis_server.url)
-        if failing.pop() if failing else False:
-            real = client.pubsub
-
-            def pubsub(**options: Any) -> Any:
-                made = real(**options)
-
-                async def dead(**_: Any) -> Any:
-                    raise RuntimeError("unable to perform operation on <TCPTransport closed=True>")
-
-                made.get_message = dead  # type: ignore[method-assign, assignment]
-                return made
-
-            client.pubsub = pubsub  # type: ignore[method-assign]
-        return client
-
-    listener = asyncio.create_task(
-        wake.subscribe(
-            connect, "t-wake", wakes.append, on_connect=lambda: connected.append(1), what="t"
-        )
-    )
-    try:
-        await eventually(lambda: len(connected) >= 2, 10, "subscribed again after the error")
-        assert not listener.done()
-    finally:
-        listener.cancel()
-        await asyncio.gather(listener, return_exceptions=True)

@@ -1,7 +1,8 @@
 """What a process loads: ``import duetime`` and a worker running tasks load neither the
 reading side (the dashboard's history, the run history's reading, the HTTP endpoint) nor a
-store's driver they do not use, so that a worker, a CLI command and an app start quickly;
-and each name imported on first use is there when asked for."""
+store's driver they do not use (a Redis worker not even redis-py), so that a worker, a CLI
+command and an app start quickly; and each name imported on first use is there when asked
+for."""
 
 from __future__ import annotations
 
@@ -69,6 +70,16 @@ def test_a_worker_running_tasks_loads_no_feature_it_does_not_use(tmp_path: Path)
     # Nor importlib.resources (and the tempfile, zipfile and email it brings): the store's
     # SQL and migrations are read from the package's folder on disk.
     assert not loaded & {*NOT_LOADED, "redis", "psycopg", "importlib.resources", "zipfile"}
+
+
+def test_a_redis_worker_loads_no_redis_py(redis_url: str) -> None:
+    """On one server, a worker's whole path (scripts, clock, checks, wake-ups) goes through
+    duetime's own client: redis-py (some 50 ms of a start) loads only for the listings and
+    tools."""
+    loaded = _loaded(WORKER, redis_url)
+    assert "duetime.worker.hot" in loaded
+    assert "duetime.stores.redis.resp.client" in loaded
+    assert not loaded & {*NOT_LOADED, "redis", "psycopg", "importlib.resources"}
 
 
 def test_each_name_imported_on_first_use_is_there() -> None:

@@ -1,7 +1,8 @@
 """Where a redis+sentinel:// client connects while a failover ends: never to the old
-primary, which the sentinel leading the failover still names once it is back up; and
-discoveries made at once (every connection reconnecting after a failover) keep each
-sentinel, whose connections the client's aclose() then closes."""
+primary, which the sentinel leading the failover still names once it is back up (duetime's
+own client, and the listings' redis-py client); and discoveries made at once (every
+connection reconnecting after a failover) keep each sentinel, whose connections the
+redis-py client's aclose() then closes."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Any, cast
 import pytest
 import redis
 
-from duetime.stores.redis.sentinel import connect_sentinel
+from duetime.stores.redis.redispy import connect_sentinel
+from duetime.stores.redis.sentinel import SentinelSource, parse_sentinel_url
 from tests.servers import RedisServer, SentinelGroup, SentinelServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(60)]
@@ -56,15 +58,20 @@ async def _named_in_the_window(group: SentinelGroup) -> tuple[int, set[int]] | N
     # The leader first in the list, as when it answered the client's last discovery.
     others = [s.port for s in group.sentinels if s.port != leader]
     hosts = ",".join(f"127.0.0.1:{port}" for port in [leader, *others])
-    client = connect_sentinel(f"redis+sentinel://{hosts}/{group.service}/0")
+    url = f"redis+sentinel://{hosts}/{group.service}/0"
+    client = connect_sentinel(url)
     pool: Any = client.connection_pool
     try:
         # Until the leader ends its failover (about a second after the old primary is up).
         while "failover_in_progress" in (state := await _leader_state(group, leader))["flags"]:
             if state["port"] == old and not (state["is_sdown"] or state["is_odown"]):
-                # The client's first discovery: the leader is asked first (an answer that
+                # Each client's first discovery: the leader is asked first (an answer that
                 # can be used moves its sentinel to the head of the list).
-                return old, {int((await pool.get_master_address())[1])}
+                ours = SentinelSource(parse_sentinel_url(url))
+                return old, {
+                    int((await pool.get_master_address())[1]),
+                    (await ours.discover()).port,
+                }
             await asyncio.sleep(0.005)
     finally:
         await client.aclose()
@@ -126,3 +133,22 @@ async def test_discoveries_at_once_keep_every_sentinel_and_aclose_closes_them_al
             await client.aclose()
         still_open = [c for s in asked for c in _connections(s) if c.is_connected]
         assert not still_open, f"connections to sentinels left open: {still_open}"
+
+
+async def test_duetimes_own_discoveries_at_once_share_one_and_keep_every_sentinel(
+    sentinel_group: SentinelGroup,
+) -> None:
+    group = sentinel_group
+    with RedisServer() as other, SentinelServer("elsewhere", other.port, quorum=1) as stranger:
+        ports = [stranger.port, *(s.port for s in group.sentinels)]
+        hosts = ",".join(f"127.0.0.1:{port}" for port in ports)
+        source = SentinelSource(parse_sentinel_url(f"redis+sentinel://{hosts}/{group.service}/0"))
+        asked = list(source.sentinels)
+        found = await asyncio.gather(*(source.endpoint() for _ in range(AT_ONCE)))
+        assert {endpoint.port for endpoint in found} == {group.primary_port()}
+        assert len({id(endpoint) for endpoint in found}) == 1, "one discovery for all"
+        assert sorted(source.sentinels) == sorted(asked)
+        assert source.sentinels[0] != asked[0], "the sentinel that answered goes first"
+        source.lost()  # a connection failed: the next one asks again, the answering one first
+        assert (await source.endpoint()).port == group.primary_port()
+        assert source.sentinels[0] != asked[0]

@@ -5,15 +5,12 @@ events and the index of schedule names."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, cast
-
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from duetime.errors import ConfigError
 from duetime.stores import wire
 from duetime.stores.base import NewTask
 from duetime.stores.conditional import Answer, Condition, Pending, Verdict, check_conditions
-from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import keyevents, names, wake
 from duetime.stores.redis.codec import SCHEDULE_CHUNK
 from duetime.stores.redis.connection import RedisConfig, errors
@@ -25,6 +22,10 @@ from duetime.stores.redis.keys import (
     finished_key,
     keyevent_channel,
 )
+from duetime.stores.redis.resp.client import RespClient, Source
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 #: How long a conditional write's reply is kept for a resend of the call (the script runner
 #: resends within a few seconds), as a claim's is.
@@ -58,7 +59,8 @@ class _Core(Protocol):
 
     def _wake(self, task_type: str) -> str: ...
 
-    def _pubsub_connect(self) -> Redis: ...
+    @property
+    def source(self) -> Source: ...
 
     async def _run(self, name: str, keys: list[str], args: list[Any]) -> Any: ...
 
@@ -112,15 +114,23 @@ class RedisCapabilities:
 
     async def enable_key_events(self: _Core) -> list[str]:
         if self._cluster:
+            from duetime.stores.redis import cluster as cluster_store
+
             return await cluster_store.enable_key_events(cast(Any, self.client))
-        return await keyevents.enable(self.client)
+        link = RespClient(self.source)  # its own: CONFIG may take a while to answer
+        try:
+            return await keyevents.enable(link)
+        finally:
+            await link.aclose()
 
     async def key_expiries(self: _Core, db: int, on_key: Callable[[str], None]) -> None:
         channel, what = keyevent_channel(db), f"key expiry events of db {db}"
         if self._cluster:
+            from duetime.stores.redis import cluster as cluster_store
+
             return await cluster_store.key_expiries(cast(Any, self.client), channel, on_key, what)
         on_message = lambda data: on_key(wire.text(data))  # noqa: E731
-        await wake.subscribe(self._pubsub_connect, channel, on_message, what=what)
+        await wake.subscribe(self.source, channel, on_message, what=what)
 
     async def schedule_event(
         self: _Core, task_type: str, event: str, task: NewTask, *, window_ms: int

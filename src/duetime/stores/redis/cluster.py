@@ -1,10 +1,7 @@
-"""Redis Cluster: the ``redis+cluster://`` URL, a client that follows the topology, and the
-script runner on it.
-
-    redis+cluster://[[user]:password@]host:port[,host:port...][?...]
-
-Any nodes will do: the client discovers the rest, routes each script to the primary of its
-keys' slot (every key of a task type shares one hash tag, so one slot), and follows
+"""Redis Cluster: a client that follows the topology (redis-py's), and the script runner on
+it. The URL (:func:`.topology.parse_cluster_url`) names any nodes: the client discovers
+the rest, routes each script to the primary of its keys' slot (every key of a task type
+shares one hash tag, so one slot), and follows
 ``MOVED`` and ``ASK`` replies and failovers by itself. The scripts are resent on a dropped
 connection, which they are written to allow. Wake-ups go on each type's shard channel, in
 its slot (SPUBLISH): a worker subscribes to the channels of the types it claims, on the
@@ -19,28 +16,35 @@ import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from redis import exceptions as rexc
-from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, PipelineCommand, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
 from duetime.backoff import backoff_delay
-from duetime.errors import ConfigError, StoreUnavailable
+from duetime.errors import StoreUnavailable
 from duetime.outage import OutageLog
 from duetime.stores import wire
 from duetime.stores.base import WakeCallback
 from duetime.stores.redis import keyevents, wake
-from duetime.stores.redis.connection import driver_info, errors, raised_in_driver
+from duetime.stores.redis.connection import errors, raised_in_driver
 from duetime.stores.redis.keys import shard_wake_channel
-from duetime.stores.redis.scripts import READ_ONLY, SCRIPTS, Script, check_reply
+from duetime.stores.redis.redispy import driver_info
+from duetime.stores.redis.resp.client import Fixed, RespClient
+from duetime.stores.redis.resp.endpoint import TLS, Endpoint
+from duetime.stores.redis.scripts import (
+    READ_ONLY,
+    SCRIPTS,
+    Script,
+    check_acknowledged,
+    check_reply,
+)
 from duetime.stores.redis.server import check_server, per_node, replication_problems
+from duetime.stores.redis.topology import parse_cluster_url
 
 log = logging.getLogger(__name__)
 
-SCHEMES = ("redis+cluster", "rediss+cluster")
 #: How long one read of the shard wake-up channels waits before the listener looks for
 #: newly claimed types to subscribe to.
 SHARDED_POLL_SECONDS = 0.5
@@ -49,34 +53,6 @@ SHARDED_POLL_SECONDS = 0.5
 TOPOLOGY_SECONDS = 5.0
 #: How often the client tries a command again on a connection error or a moved slot.
 CLUSTER_RETRIES = 8
-
-
-def parse_cluster_url(url: str) -> tuple[list[tuple[str, int]], dict[str, Any]]:
-    """The nodes a ``redis+cluster://`` URL names, and the options of their connections.
-
-    Raises:
-        ConfigError: naming what is wrong with it (the password is never shown).
-    """
-    parts = urlsplit(url)
-    userinfo, _, hosts = parts.netloc.rpartition("@")
-    username, _, password = userinfo.partition(":")
-    nodes = []
-    for text in filter(None, hosts.split(",")):
-        host, colon, port = text.rpartition(":")
-        if not colon or not port.isdigit() or not host:
-            raise ConfigError(f"a cluster node is host:port, not {text!r}")
-        nodes.append((host.strip("[]"), int(port)))
-    if not nodes:
-        raise ConfigError("a redis+cluster:// URL names at least one node, host:port")
-    if parts.path.strip("/") not in ("", "0"):
-        raise ConfigError("a Redis Cluster has database 0 only: end the URL with /0 or nothing")
-    options: dict[str, Any] = {
-        "username": unquote(username) or None,
-        "password": unquote(password) or None,
-    }
-    if parts.scheme.lower().startswith("rediss"):
-        options["ssl"] = True
-    return nodes, options
 
 
 def connect_cluster(url: str, **options: Any) -> RedisCluster:
@@ -214,12 +190,7 @@ class ClusterScriptRunner:
                 continue
             if isinstance(reply, BaseException):
                 raise reply
-            if not isinstance(acked, int) or acked < replicas[0]:
-                raise StoreUnavailable(
-                    f"no replica acknowledged the write within {replicas[1]} ms (it may be "
-                    "on the primary alone, and lost if the primary is): "
-                    "durability='replicated'"
-                )
+            check_acknowledged(acked, replicas)
             return reply
 
 
@@ -246,11 +217,11 @@ async def enable_key_events(client: RedisCluster) -> list[str]:
     :func:`.keyevents.enable` does for one server; what stops it, as messages."""
     problems: dict[str, None] = {}
     for node in client.get_nodes():
-        plain = Redis(host=node.host, port=int(node.port), **_node_options(client))
+        link = RespClient(Fixed(_node_endpoint(client, node.host, int(node.port))))
         try:
-            problems.update(dict.fromkeys(await keyevents.enable(plain)))
+            problems.update(dict.fromkeys(await keyevents.enable(link)))
         finally:
-            await plain.aclose()
+            await link.aclose()
     return list(problems)
 
 
@@ -263,12 +234,10 @@ async def key_expiries(
     listening: dict[tuple[str, int], asyncio.Task[None]] = {}
 
     def listen(host: str, port: int) -> asyncio.Task[None]:
-        def connect() -> Redis:
-            return Redis(host=host, port=port, health_check_interval=10, **_node_options(client))
-
+        node = Fixed(_node_endpoint(client, host, port))
         on_message = lambda data: on_key(wire.text(data))  # noqa: E731
         return asyncio.create_task(
-            wake.subscribe(connect, channel, on_message, what=f"{what} on {host}:{port}")
+            wake.subscribe(node, channel, on_message, what=f"{what} on {host}:{port}")
         )
 
     try:
@@ -297,11 +266,17 @@ def _cancel_swallowed() -> bool:
     return task is not None and task.cancelling() > 0
 
 
-def _node_options(client: RedisCluster) -> dict[str, Any]:
-    """The credentials and TLS of the cluster client's connections, for a plain client."""
+def _node_endpoint(client: RedisCluster, host: str, port: int) -> Endpoint:
+    """One node, with the credentials and TLS of the cluster client's connections, for
+    duetime's own client."""
     kwargs = client.connection_kwargs
-    keys = ("username", "password", "ssl", "driver_info")
-    return {key: kwargs[key] for key in keys if kwargs.get(key) is not None}
+    return Endpoint(
+        host=host,
+        port=port,
+        username=kwargs.get("username"),
+        password=kwargs.get("password"),
+        tls=TLS() if kwargs.get("ssl") else None,
+    )
 
 
 async def listen_sharded(

@@ -5,14 +5,15 @@ gates in their own scripts (``claim_due.lua`` and ``settle.lua``, with ``_gate.l
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
-
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING, Any, Protocol
 
 from duetime.stores import wire
 from duetime.stores.redis import names
 from duetime.stores.redis.connection import RedisConfig, errors
 from duetime.stores.redis.keys import TypeKeys, paused_index
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 
 class _Core(Protocol):

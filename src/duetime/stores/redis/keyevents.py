@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import logging
-from typing import Any
-
-from redis.asyncio import Redis
 
 from duetime.errors import StoreError, StoreUnavailable
 from duetime.stores import wire
 from duetime.stores.redis.connection import errors
+from duetime.stores.redis.resp.client import RespClient
 
 log = logging.getLogger(__name__)
 
@@ -17,17 +15,17 @@ log = logging.getLogger(__name__)
 KEYSPACE_SETTING = "notify-keyspace-events"
 
 
-async def enable(client: Redis) -> list[str]:
+async def enable(link: RespClient) -> list[str]:
     """Add the flags E (key events) and x (expired) to ``notify-keyspace-events``, keeping
     those set; what stops it, as messages (a managed Redis may refuse CONFIG)."""
     try:
         async with errors("enable key events"):
-            found: dict[Any, Any] = await client.config_get(KEYSPACE_SETTING)
-            flags = "".join(wire.text(value) for value in found.values())
+            found = await link.call("CONFIG", "GET", KEYSPACE_SETTING)  # [name, value]
+            flags = "".join(wire.text(value) for value in found[1::2])
             if "E" in flags and ("x" in flags or "A" in flags):
                 return []
             wanted = flags + "".join(flag for flag in "Ex" if flag not in flags)
-            await client.config_set(KEYSPACE_SETTING, wanted)
+            await link.call("CONFIG", "SET", KEYSPACE_SETTING, wanted)
     except StoreUnavailable:
         raise
     except StoreError as exc:

@@ -4,7 +4,7 @@ and the types a namespace holds."""
 
 from __future__ import annotations
 
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING
 
 from duetime.stores import wire
 from duetime.stores.base import STATES, State, StoredTask
@@ -13,6 +13,9 @@ from duetime.stores.redis.codec import entry_runs
 from duetime.stores.redis.keys import PREFIX, TypeKeys, parse_lease
 from duetime.stores.runs import StoredRun
 from duetime.stores.wire import stored_task
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 #: Keys SCAN asks each server to look at per call: fewer round trips than its default 10.
 SCAN_COUNT = 1000

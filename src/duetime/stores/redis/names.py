@@ -3,13 +3,14 @@ type the schedule lives in), written outside the scripts because it spans types.
 
 from __future__ import annotations
 
-from typing import Any
-
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING, Any
 
 from duetime.errors import StoreUnavailable
 from duetime.stores import wire
 from duetime.stores.redis.keys import cron_index
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 
 async def add(

@@ -1,35 +1,35 @@
-"""Redis behind Sentinel: the ``redis+sentinel://`` URL, and a client that follows the
-primary through a failover.
+"""Redis behind Sentinel: the ``redis+sentinel://`` URL, and where its primary is now.
 
     redis+sentinel://[[user]:password@]host:port[,host:port...]/<service>[/<db>][?sentinel_password=...]
 
 The password is the data nodes' (the primary's and replicas'); sentinels that require one
 of their own take ``sentinel_password``. ``rediss+sentinel://`` speaks TLS to the data
-nodes. Each new connection asks the sentinels where the primary is, and one to a primary
-that was demoted (it answers READONLY) is dropped: the script runner and the reads send
-again, to the new primary. A sentinel in the middle of a failover of the service is not
-asked (:class:`_Sentinels`).
+nodes. :class:`SentinelSource` asks the sentinels where the primary is when a connection is
+to be made after a lost one; a connection to a primary that was demoted (it answers
+READONLY) is dropped, and the call sent again to the new primary
+(:mod:`.resp.client`). A sentinel in the middle of a failover of the service is not asked.
+The listings' redis-py client follows the primary alike (:mod:`.redispy`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from redis import exceptions as rexc
-from redis.asyncio import Redis
-from redis.asyncio.sentinel import (
-    MasterNotFoundError,
-    Sentinel,
-    SentinelManagedConnection,
-    SentinelManagedSSLConnection,
-)
-
 from duetime.errors import ConfigError
+from duetime.stores.redis.resp.connection import connect, pack
+from duetime.stores.redis.resp.endpoint import TLS, Endpoint
+from duetime.stores.redis.resp.errors import ConnectionLost, ReplyError
 
 SCHEMES = ("redis+sentinel", "rediss+sentinel")
 DEFAULT_SENTINEL_PORT = 26379
+#: How long one sentinel may take to answer before the next is asked.
+ASK_SECONDS = 2.0
+#: Flags of a primary in SENTINEL MASTER's reply that make a sentinel's answer unusable:
+#: down in its own view or the quorum's, or the failover it leads has not ended (it still
+#: names the old primary, which may be back up with its old data, not yet a replica).
+UNUSABLE = frozenset({"s_down", "o_down", "failover_in_progress"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,104 +92,86 @@ def _host_port(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-class _FollowingConnection(SentinelManagedConnection):
-    """A connection that asks the sentinels where the primary is whenever it connects again.
+class SentinelSource:
+    """Where the primary of a ``redis+sentinel://`` URL is, for duetime's client
+    (:class:`~.resp.client.Source`): asked of the sentinels for the first connection and
+    again after a connection failed; the sentinel whose answer was used is asked first
+    next time. Discoveries wanted at once (every connection reconnecting after a failover)
+    share one."""
 
-    redis-py's own asks only on the first connect: a connection that dropped (its primary
-    died) and is used again reconnects to the address it had, and keeps failing after a
-    failover (redis-py issue 3874). The script runner keeps its connections between calls,
-    so it meets exactly that.
-    """
+    follows_primary = True
 
-    async def connect_check_health(
-        self, check_health: bool = True, retry_socket_connect: bool = True
-    ) -> None:
-        pool: Any = self.connection_pool
-        if not self.is_connected and pool.is_master:
-            self.host, self.port = await pool.get_master_address()
-        await super().connect_check_health(check_health, retry_socket_connect)
+    def __init__(self, found: SentinelURL) -> None:
+        self.found = found
+        self.sentinels = list(found.sentinels)
+        self._primary: Endpoint | None = None
+        self._looking = asyncio.Lock()
 
+    async def endpoint(self) -> Endpoint:
+        primary = self._primary
+        if primary is not None:
+            return primary
+        async with self._looking:
+            if self._primary is None:
+                self._primary = await self.discover()
+            return self._primary
 
-class _FollowingSSLConnection(_FollowingConnection, SentinelManagedSSLConnection):
-    pass
+    def lost(self) -> None:
+        self._primary = None
 
+    async def discover(self) -> Endpoint:
+        """The primary, from the first sentinel whose answer can be used.
 
-class _Sentinels(Sentinel):
-    """Sentinels whose answer is not taken from one in the middle of a failover.
-
-    redis-py reads the primary's address from ``SENTINEL MASTERS``, where the sentinel
-    leading a failover still names the old primary until the failover ends (its
-    ``failover_in_progress`` flag is set). Once that old primary is back up (restarted,
-    with its old data, not yet made a replica) the leader reports it as a healthy primary,
-    for about a second in the fault tests, and a connection made then would go to it: the
-    other sentinels, which name the new primary, are asked instead.
-    """
-
-    def check_master_state(self, state: dict[str, Any], service_name: str) -> bool:
-        flags = state.get("flags", "")
-        names = flags if isinstance(flags, set) else set(str(flags).split(","))
-        if "failover_in_progress" in names:
-            return False
-        return bool(super().check_master_state(state, service_name))
-
-    async def discover_master(self, service_name: str) -> tuple[Any, Any]:
-        """The primary's address, from the first sentinel whose answer can be used; that
-        sentinel is then asked first next time.
-
-        redis-py's own moves it to the head by the place it had when the discovery began.
-        Discoveries run at once (each connection that reconnects after a failover makes
-        one), so one that ended after another had reordered the list wrote its sentinel
-        over a third, which no one asked again and the client's aclose() never closed: its
-        connections were left open (ResourceWarning). Here the list is read once per
-        discovery and the sentinel is moved by identity, so each stays in it once.
+        Raises:
+            ConnectionLost: no sentinel names a usable primary.
         """
         failed: list[str] = []
         for sentinel in list(self.sentinels):
             try:
-                masters: Any = await sentinel.sentinel_masters()
-            except (rexc.ConnectionError, rexc.TimeoutError) as exc:
-                failed.append(f"{sentinel} - {exc!r}")
+                state = await self._ask(*sentinel)
+            except (OSError, ReplyError) as exc:
+                failed.append(f"{sentinel[0]}:{sentinel[1]} - {exc}")
                 continue
-            state = masters.get(service_name)
-            if state and self.check_master_state(state, service_name):
+            if state is None:
+                failed.append(f"{sentinel[0]}:{sentinel[1]} - does not watch it")
+                continue
+            flags = set(state.get("flags", "").split(","))
+            if "master" in flags and not flags & UNUSABLE:
                 self.sentinels.remove(sentinel)
                 self.sentinels.insert(0, sentinel)
-                forced = self._force_master_ip
-                return (state["ip"] if forced is None else forced), state["port"]
+                return self._data_node(state["ip"], int(state["port"]))
         detail = f": {', '.join(failed)}" if failed else ""
-        raise MasterNotFoundError(f"no primary found for {service_name!r}{detail}")
+        raise ConnectionLost(f"no primary found for {self.found.service!r}{detail}")
 
+    async def _ask(self, host: str, port: int) -> dict[str, str] | None:
+        """The sentinel's view of the service's primary; None if it does not watch it."""
+        found = self.found
+        endpoint = Endpoint(
+            host=host, port=port, password=found.sentinel_password, connect_timeout=ASK_SECONDS
+        )
+        conn = await connect(endpoint)
+        try:
+            async with asyncio.timeout(ASK_SECONDS):
+                reply = await conn.request(pack(("SENTINEL", "MASTER", found.service)))
+        except TimeoutError:
+            raise ConnectionLost(f"no answer in {ASK_SECONDS} s") from None
+        finally:
+            conn.abort()
+        if isinstance(reply, ReplyError):
+            if "no such master" in str(reply).lower():
+                return None
+            raise reply
+        fields = [value.decode() for value in reply]
+        return dict(zip(fields[::2], fields[1::2], strict=True))
 
-class _SentinelRedis(Redis):
-    """A client of the primary that also closes its connections to the sentinels."""
-
-    async def aclose(self, close_connection_pool: bool | None = None) -> None:
-        pool: Any = self.connection_pool
-        await super().aclose(close_connection_pool)
-        for sentinel in pool.sentinel_manager.sentinels:
-            await sentinel.aclose()
-
-
-def connect_sentinel(url: str, **options: Any) -> Redis:
-    """A client of the primary that the sentinels of ``url`` name (no connection yet).
-
-    Raises:
-        ConfigError: the URL cannot be used.
-    """
-    found = parse_sentinel_url(url)
-    sentinel_kwargs: dict[str, Any] = {
-        key: options[key] for key in ("socket_timeout", "driver_info") if key in options
-    }
-    if found.sentinel_password:
-        sentinel_kwargs["password"] = found.sentinel_password
-    manager = _Sentinels(list(found.sentinels), sentinel_kwargs=sentinel_kwargs)
-    options["connection_class"] = _FollowingSSLConnection if found.tls else _FollowingConnection
-    client: Redis = manager.master_for(
-        found.service,
-        redis_class=_SentinelRedis,
-        db=found.db,
-        username=found.username,
-        password=found.password,
-        **options,
-    )
-    return client
+    def _data_node(self, host: str, port: int) -> Endpoint:
+        found = self.found
+        tls = TLS() if found.tls else None
+        return Endpoint(
+            host=host,
+            port=port,
+            db=found.db,
+            username=found.username,
+            password=found.password,
+            tls=tls,
+        )

@@ -5,11 +5,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from redis import exceptions as rexc
-from redis.asyncio import Redis
-
 from duetime.errors import ConfigError
 from duetime.stores.redis.connection import errors
+from duetime.stores.redis.resp.client import RespClient
+from duetime.stores.redis.resp.errors import ReplyError
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +53,31 @@ def check_server(info: dict[str, Any], allow_eviction: bool) -> list[str]:
     return warnings
 
 
-async def replication_warnings(client: Redis) -> list[str]:
+def parse_info(raw: bytes) -> dict[str, str]:
+    """INFO's reply: ``field:value`` lines, under ``# Section`` headings."""
+    found = {}
+    for line in raw.decode("utf-8", "replace").splitlines():
+        if line and not line.startswith("#"):
+            field, _, value = line.partition(":")
+            found[field] = value
+    return found
+
+
+async def server_info(link: RespClient, section: str = "default") -> dict[str, str]:
+    """The server's INFO ``section``; the client's errors pass."""
+    return parse_info(await link.call("INFO", section))
+
+
+async def replication_warnings(link: RespClient) -> list[str]:
     """What keeps replicated durability from holding on this primary (see
     :func:`replication_problems`)."""
     async with errors("check replication"):
-        info = await client.info("replication")
+        info = await server_info(link, "replication")
         try:
-            found = await client.config_get("min-replicas-to-write")
-        except rexc.ResponseError:  # CONFIG refused (a managed Redis)
-            found = {}
-    return replication_problems(info, next(iter(found.values()), None) if found else None)
+            found = await link.call("CONFIG", "GET", "min-replicas-to-write")
+        except ReplyError:  # CONFIG refused (a managed Redis)
+            found = []
+    return replication_problems(info, found[1].decode() if len(found) > 1 else None)
 
 
 def replication_problems(info: dict[str, Any], min_replicas: Any, node: str = "") -> list[str]:
@@ -94,11 +108,11 @@ def replication_problems(info: dict[str, Any], min_replicas: Any, node: str = ""
     return warnings
 
 
-async def eviction_problems(client: Redis, allow_eviction: bool) -> list[str]:
-    """An evicting maxmemory-policy on the server (on every primary of a cluster), unless
-    ``allow_eviction``; redis-py's errors pass."""
+def eviction_problems(infos: list[dict[str, Any]], allow_eviction: bool) -> list[str]:
+    """An evicting maxmemory-policy in the servers' ``INFO memory`` (every primary's, in a
+    cluster), unless ``allow_eviction``."""
     problems: dict[str, None] = {}
-    for info in per_node(await client.info("memory")):
+    for info in infos:
         policy = str(info.get("maxmemory_policy", "noeviction"))
         if evicts(policy) and not allow_eviction:
             problems[eviction_message(policy) + ": tasks written from now on may be lost."] = None
@@ -113,9 +127,9 @@ def per_node(infos: Any) -> list[dict[str, Any]]:
 
 
 async def open_server(
-    client: Redis, allow_eviction: bool, replicas: tuple[int, int] | None
+    link: RespClient, allow_eviction: bool, replicas: tuple[int, int] | None
 ) -> list[str]:
-    """Check the server behind a new ``client`` (closed if it cannot be used); the warnings
+    """Check the server behind a new client (closed if it cannot be used); the warnings
     about durability.
 
     Raises:
@@ -124,11 +138,11 @@ async def open_server(
     """
     try:
         async with errors("connect"):
-            info = await client.info()
+            info = await server_info(link)
         warnings = check_server(info, allow_eviction)
         if replicas is not None:
-            warnings += await replication_warnings(client)
+            warnings += await replication_warnings(link)
     except BaseException:
-        await client.aclose()
+        await link.aclose()
         raise
     return warnings

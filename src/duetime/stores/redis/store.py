@@ -6,10 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, cast
-from urllib.parse import urlsplit
-
-from redis.asyncio import Redis
+from typing import TYPE_CHECKING, Any, cast
 
 from duetime.clock import StoreClock
 from duetime.errors import StoreError, StoreRefused
@@ -22,7 +19,6 @@ from duetime.stores.base import (
     StoredTask,
     WakeCallback,
 )
-from duetime.stores.redis import cluster as cluster_store
 from duetime.stores.redis import listing, scripts, wake
 from duetime.stores.redis.capabilities import RedisCapabilities
 from duetime.stores.redis.codec import (
@@ -33,9 +29,8 @@ from duetime.stores.redis.codec import (
     score,
 )
 from duetime.stores.redis.connection import (
-    DRIVER_ERRORS,
     RedisConfig,
-    connect,
+    driver_errors,
     errors,
     store_error,
 )
@@ -49,10 +44,17 @@ from duetime.stores.redis.keys import (
     wake_channel,
 )
 from duetime.stores.redis.leases import RedisLeases
-from duetime.stores.redis.server import eviction_problems, open_server
+from duetime.stores.redis.resp.client import RespClient, Source
+from duetime.stores.redis.server import eviction_problems, open_server, per_node, server_info
 from duetime.stores.redis.telemetry import RedisTelemetry
+from duetime.stores.redis.topology import is_cluster, source_for
 from duetime.stores.runs import StoredRun
 from duetime.stores.telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from duetime.stores.redis.cluster import ClusterScriptRunner
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +75,24 @@ _FOUND: dict[int, AbortFound] = {0: "missing", 1: "running", 2: "cancelled"}
 
 class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     """A :class:`~duetime.stores.base.Store` on one Redis server (or a Cluster, or behind
-    Sentinel), with every capability (:mod:`.capabilities`)."""
+    Sentinel), with every capability (:mod:`.capabilities`).
+
+    On one server or behind Sentinel, the scripts, the server's checks and clock and the
+    subscriptions go through duetime's own client (:mod:`.resp`); the listings and tools
+    through a redis-py client made when first needed (:mod:`.redispy`), so that a worker
+    does not load redis-py. On a Cluster, redis-py's cluster client carries everything.
+    """
 
     def __init__(self, config: RedisConfig) -> None:
         self.config = config
+        #: duetime's own client and where it connects (None on a Cluster, or not open).
+        self._link: RespClient | None = None
+        self._source: Source | None = None
+        #: redis-py's: the cluster client, or the listings' client once made.
         self._client: Redis | None = None
-        self._scripts: scripts.ScriptRunner | cluster_store.ClusterScriptRunner | None = None
+        self._scripts: scripts.ScriptRunner | ClusterScriptRunner | None = None
         #: On Redis Cluster: the cluster client, shard channels and per-node key events.
-        self._cluster = urlsplit(config.url).scheme.lower() in cluster_store.SCHEMES
+        self._cluster = is_cluster(config.url)
         self._keys: dict[str, TypeKeys] = {}
         self._channel = wake_channel(config.namespace)
         #: The types claimed here (a cluster wakes by type), and a signal of a new one.
@@ -104,9 +116,22 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
 
     @property
     def client(self) -> Redis:
-        if self._client is None:
+        """redis-py's client (on one server or behind Sentinel made on first use, which
+        loads redis-py): for the listings and tools, and for everything on a Cluster."""
+        if self._scripts is None:
             raise StoreError("the Redis store is not open")
+        if self._client is None:
+            from duetime.stores.redis.redispy import connect
+
+            self._client = connect(self.config.url)
         return self._client
+
+    @property
+    def source(self) -> Source:
+        """Where duetime's own client connects (not on a Cluster)."""
+        if self._source is None:
+            raise StoreError("the Redis store is not open")
+        return self._source
 
     def keys(self, task_type: str) -> TypeKeys:
         keys = self._keys.get(task_type)
@@ -120,16 +145,13 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
             return self._channel
         return "!" + shard_wake_channel(self.config.namespace, task_type)
 
-    def _pubsub_connect(self) -> Redis:
-        # Its own connection (a subscribed one carries nothing else), without silent
-        # retries: a reconnect must be seen, to look again for what was missed.
-        return connect(self.config.url, retries=0, health_check_interval=10)
-
     async def open(self) -> None:
-        if self._client is not None:
+        if self._scripts is not None:
             return
         config = self.config
         if self._cluster:
+            from duetime.stores.redis import cluster as cluster_store  # redis-py's client
+
             cluster, self._scripts, self._warnings = await cluster_store.open_cluster(
                 config.url,
                 allow_eviction=config.allow_eviction,
@@ -137,17 +159,21 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
                 replica_wait_ms=REPLICA_WAIT_MS,
             )
             # Duck-typed: the cluster client routes the single-slot commands the store sends.
-            self._client = cast(Redis, cluster)
+            self._client = cast("Redis", cluster)
             return
-        client = connect(config.url)
-        self._warnings = await open_server(client, config.allow_eviction, self._replicas)
-        self._client = client
-        self._scripts = scripts.ScriptRunner(client, self._replicas)
+        source = source_for(config.url)
+        link = RespClient(source)
+        self._warnings = await open_server(link, config.allow_eviction, self._replicas)
+        self._source, self._link = source, link
+        self._scripts = scripts.ScriptRunner(link, self._replicas)
 
     async def close(self) -> None:
-        if self._client is not None:
-            client, self._client = self._client, None
-            self._scripts = None
+        self._scripts = None
+        link, self._link, self._source = self._link, None, None
+        client, self._client = self._client, None
+        if link is not None:
+            await link.aclose()
+        if client is not None:
             await client.aclose()
 
     def durability_warnings(self) -> list[str]:
@@ -158,12 +184,18 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         """An evicting maxmemory-policy set since the store was opened (unless
         ``allow_eviction``): the worker looks every minute, and logs what it finds."""
         async with errors("check settings"):
-            return await eviction_problems(self.client, self.config.allow_eviction)
+            if self._link is not None:
+                infos = [await server_info(self._link, "memory")]
+            else:
+                infos = per_node(await self.client.info("memory"))
+        return eviction_problems(infos, self.config.allow_eviction)
 
     async def time_ms(self) -> float:
         before = time.monotonic()
         async with errors("TIME"):
-            seconds, micros = await self.client.time()
+            link = self._link
+            reply = await (link.call("TIME") if link is not None else self.client.time())
+        seconds, micros = int(reply[0]), int(reply[1])
         server_ms = seconds * 1000 + micros / 1000
         self._server_clock.anchor(server_ms, (before + time.monotonic()) / 2)
         return server_ms
@@ -186,7 +218,7 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
             raise StoreError("the Redis store is not open")
         try:
             return await runner.run(name, keys, args)
-        except DRIVER_ERRORS as exc:
+        except driver_errors() as exc:
             raise store_error(exc, name) from exc
 
     async def schedule(
@@ -314,8 +346,10 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
 
     async def listen(self, on_wake: WakeCallback) -> None:
         if self._cluster:
+            from duetime.stores.redis import cluster as cluster_store
+
             client = cast(Any, self.client)
             return await cluster_store.listen_sharded(
                 client, self.config.namespace, self._claimed, self._more_claimed, on_wake
             )
-        await wake.listen(self._pubsub_connect, self._channel, on_wake)
+        await wake.listen(self.source, self._channel, on_wake)

@@ -1,25 +1,25 @@
 """Pub/sub on Redis: the wake-up channel of a namespace ("<type> <due ms>" per message),
-and any channel a worker listens to (key expiry events), on a connection of its own that
-reconnects by itself."""
+and any channel a worker listens to (key expiry events), on a connection of its own
+(:mod:`.resp.subscription`) that reconnects by itself."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
-
-from redis import exceptions as rexc
-from redis.asyncio import Redis
 
 from duetime.backoff import backoff_delay
 from duetime.outage import OutageLog
 from duetime.stores import wire
 from duetime.stores.base import ABORT_WAKE_MS, WakeCallback
+from duetime.stores.redis.resp.client import Source
+from duetime.stores.redis.resp.errors import ReplyError
+from duetime.stores.redis.resp.subscription import Subscriber, subscribed
 
 log = logging.getLogger(__name__)
 
-#: How long one read waits, and the back-off after a lost connection: first, and cap.
+#: How long one read waits (on a cluster's shard channels: .cluster), and the back-off
+#: after a lost connection: first, and cap.
 LISTEN_POLL_SECONDS = 1.0
 LISTEN_BACKOFF_FIRST = 0.05
 LISTEN_BACKOFF_CAP = 5.0
@@ -27,12 +27,12 @@ LISTEN_BACKOFF_CAP = 5.0
 ABORT_WORD = "abort"
 
 
-async def listen(connect: Callable[[], Redis], channel: str, on_wake: WakeCallback) -> None:
-    """Call ``on_wake`` for every message on ``channel``, reconnecting with ``connect`` (a
-    new client each time) until cancelled; ``on_wake("*", 0)`` after each (re)connection:
+async def listen(source: Source, channel: str, on_wake: WakeCallback) -> None:
+    """Call ``on_wake`` for every message on ``channel`` of the server ``source`` names,
+    reconnecting until cancelled; ``on_wake("*", 0)`` after each (re)connection:
     anything published while no one listened is lost, so the worker looks again."""
     await subscribe(
-        connect,
+        source,
         channel,
         lambda data: dispatch(data, on_wake),
         on_connect=lambda: on_wake("*", 0),
@@ -41,39 +41,34 @@ async def listen(connect: Callable[[], Redis], channel: str, on_wake: WakeCallba
 
 
 async def subscribe(
-    connect: Callable[[], Redis],
+    source: Source,
     channel: str,
-    on_message: Callable[[object], None],
+    on_message: Callable[[bytes], None],
     *,
     on_connect: Callable[[], None] = lambda: None,
     what: str,
 ) -> None:
-    """Call ``on_message`` with the data of every message on ``channel``, until cancelled;
-    a lost connection is made again (with ``connect``, a new client each time), and
-    ``on_connect`` is called each time the subscription holds."""
+    """Call ``on_message`` with the data of every message on ``channel`` of the server
+    ``source`` names, until cancelled; a lost connection is made again (to where the source
+    then says), and ``on_connect`` is called each time the subscription holds."""
     failures = 0
     outage = OutageLog(what, log)
     while True:
-        client = connect()
-        pubsub = client.pubsub(ignore_subscribe_messages=True)
+        subscriber: Subscriber | None = None
         try:
-            await pubsub.subscribe(channel)
+            subscriber = await subscribed(await source.endpoint(), channel, on_message)
             outage.ok()
             on_connect()
             failures = 0
-            while True:
-                message = await pubsub.get_message(timeout=LISTEN_POLL_SECONDS)
-                if message is not None:
-                    on_message(message.get("data"))
-        except (rexc.ConnectionError, rexc.TimeoutError, OSError, RuntimeError) as exc:
-            # RuntimeError: asyncio's answer to a write on a transport that closed under
-            # redis-py (a server that died, a Sentinel failover): lost like any other way.
+            await subscriber.watch()  # until the connection is lost
+        except (OSError, ReplyError) as exc:
+            # OSError: ConnectionLost and the like; ReplyError: the server refused (a
+            # LOADING server after a restart, a demoted primary, an ACL).
+            source.lost()
             outage.failed(exc, "connection lost (%s); reconnecting", exc, expected=True)
         finally:
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()
-            with contextlib.suppress(Exception):
-                await client.aclose()
+            if subscriber is not None:
+                subscriber.abort()
         failures += 1
         await asyncio.sleep(backoff_delay(failures, LISTEN_BACKOFF_FIRST, LISTEN_BACKOFF_CAP))
 
