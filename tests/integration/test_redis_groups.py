@@ -60,7 +60,7 @@ def group_keys(k: TypeKeys) -> list[str]:
 
 def test_every_key_of_a_type_is_documented() -> None:
     doc = keys_module.__doc__ or ""
-    for kind in TypeKeys.__slots__:
+    for kind in TypeKeys._fields:
         assert f"duetime:{{ns:type}}:{kind} " in doc, kind
 
 

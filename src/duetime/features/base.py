@@ -16,8 +16,7 @@ when the store is known.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from duetime.clock import Clock
 from duetime.events import Listener
@@ -42,8 +41,7 @@ class Connection(Protocol):
     async def now_ms(self) -> int: ...
 
 
-@dataclass(frozen=True, slots=True)
-class WorkerRun:
+class WorkerRun(NamedTuple):
     """What a worker gives the features as it starts.
 
     Attributes:

@@ -10,8 +10,7 @@ store without one, naming both. Every store duetime ships has :data:`ENTRIES`,
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, cast, runtime_checkable
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast, runtime_checkable
 
 from duetime.errors import ConfigError
 from duetime.stores.base import ClaimBatch, NewTask, Outcome
@@ -217,8 +216,7 @@ class RunHistory(Protocol):
 P = TypeVar("P")
 
 
-@dataclass(frozen=True, slots=True)
-class Capability(Generic[P]):
+class Capability(NamedTuple, Generic[P]):
     """A capability as features name it: what it is called, its protocol ``P``, and what
     kind of store has it (for the message that refuses one without it)."""
 

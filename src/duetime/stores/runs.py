@@ -3,7 +3,6 @@ a settle records runs, a run as a store holds it (see ``capabilities.RunHistory`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 #: How a run ended, as the run history names it: ``done``; ``failed``, an attempt that
@@ -52,8 +51,7 @@ class RunLog(NamedTuple):
     max_age_ms: int
 
 
-@dataclass(frozen=True, slots=True)
-class StoredRun:
+class StoredRun(NamedTuple):
     """One run as a type's history holds it (see :class:`RunNote` for the fields it shares).
 
     Attributes:

@@ -4,7 +4,6 @@ them; :mod:`duetime.stores.base` names them too)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final, Literal, NamedTuple
 
 from duetime.stores.runs import RunNote
@@ -53,8 +52,7 @@ class Claim(NamedTuple):
     lead_us: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class ClaimBatch:
+class ClaimBatch(NamedTuple):
     """What one claim returns.
 
     Attributes:
@@ -121,8 +119,7 @@ def new_claim(
     return _new(Claim, (task_id, token, stalls, due_ms, record, lead_us))
 
 
-@dataclass(frozen=True, slots=True)
-class StoredTask:
+class StoredTask(NamedTuple):
     """One task as the store holds it.
 
     Attributes:

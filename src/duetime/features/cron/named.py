@@ -10,8 +10,7 @@ found by name alone.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Container
-from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from duetime.errors import ScheduleNotFound, SchemaError, ValidationError
 from duetime.record import Record
@@ -43,8 +42,7 @@ class NamedTrigger(Trigger, Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class Declared:
+class Declared(NamedTuple):
     """A named trigger as code declares it.
 
     Attributes:
@@ -58,8 +56,7 @@ class Declared:
     immediately: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Stored:
+class Stored(NamedTuple):
     """A named trigger as the store holds it."""
 
     name: str

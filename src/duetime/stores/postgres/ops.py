@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from duetime.errors import LeaseLost, StoreRefused
 from duetime.stores import wire
@@ -295,7 +294,7 @@ async def get(conn: Conn, queues: Queues, task_type: str, task_id: str) -> Store
     if row is None:
         return None
     found = wire.stored_row(row[:10])
-    return found if found is None or row[10] is None else replace(found, group=row[10])
+    return found if found is None or row[10] is None else found._replace(group=row[10])
 
 
 async def list_tasks(

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from duetime.errors import StoreError, StoreUnavailable
 from duetime.stores.base import Durability
@@ -15,8 +15,7 @@ from duetime.stores.redis.resp.client import CALL_TIMEOUT_SECONDS
 from duetime.stores.redis.resp.errors import ReplyError
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RedisConfig:
+class RedisConfig(NamedTuple):
     """How to reach Redis and which tasks are ours.
 
     Attributes:

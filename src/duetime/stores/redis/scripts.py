@@ -15,8 +15,7 @@ again; on Redis Cluster, :class:`.cluster.ClusterScriptRunner` sends them.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from duetime.errors import LeaseLost, StoreError, StoreRefused, StoreUnavailable
 from duetime.stores import wire
@@ -73,8 +72,7 @@ CODES = {-1: "a key holds a value of another type", -2: "bad arguments", -3: "th
 FENCED = -4
 
 
-@dataclass(frozen=True, slots=True)
-class Script:
+class Script(NamedTuple):
     name: str
     source: str
     sha: str

@@ -14,7 +14,7 @@ The listings' redis-py client follows the primary alike (:mod:`.redispy`).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from typing import NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from duetime.errors import ConfigError
@@ -32,8 +32,7 @@ ASK_SECONDS = 2.0
 UNUSABLE = frozenset({"s_down", "o_down", "failover_in_progress"})
 
 
-@dataclass(frozen=True, slots=True)
-class SentinelURL:
+class SentinelURL(NamedTuple):
     """What a ``redis+sentinel://`` URL names."""
 
     sentinels: tuple[tuple[str, int], ...]
