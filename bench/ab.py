@@ -4,7 +4,7 @@
     python bench/ab.py HEAD WORKTREE --stores redis  # the uncommitted change, before commit
     python bench/ab.py HEAD HEAD                     # the noise floor: a revision against itself
     python bench/ab.py HEAD WORKTREE --quick         # a smoke run, a few seconds
-    python bench/ab.py d27d428 HEAD --workloads w1i,w2i --rounds 1   # counted: no noise
+    python bench/ab.py d27d428 HEAD --workloads w1i,w2i,w2s --rounds 1   # counted: no noise
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"rate": "100000/s"}'
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"seed_priorities": 5}'
     python bench/ab.py WORKTREE WORKTREE --workloads w2 \
@@ -44,14 +44,18 @@ W1i, W2i (named in --workloads only): W1's producer and W2's worker process run 
     (bench/ab_count.py): the same for the same build however busy the machine is, so one
     round says what three of the timed workloads cannot, down to a few per cent. Minutes
     per build: the process runs some fifty times slower.
+W2s (named in --workloads only, Redis): the Redis server's instructions per W2 task, on a
+    redis-server of its own under callgrind, at W2i's two sizes: the store's share of a
+    task, which bounds W2 on Redis once the worker is faster than the server.
 
 The table gives, per store and metric, each revision's median over the rounds (min–max),
 B/A of the medians with the range of the per-round ratios (each round's pair ran back to
 back), and a reading: "B better" or "B worse" when B's figures all lie beyond A's range,
 else "within noise". --json writes every raw figure.
 
-The parts: bench/ab_build.py makes the builds, bench/ab_workloads.py runs each workload,
-bench/ab_count.py counts (callgrind, the Redis server's time), bench/ab_table.py reports;
+The parts: bench/ab_build.py makes the builds, bench/ab_workloads.py runs each workload
+(bench/ab_timed.py the timed ones, bench/ab_counted.py the counted ones), bench/ab_count.py
+counts (callgrind, the Redis server's time), bench/ab_table.py reports;
 bench/ab_agent.py is what each build's interpreter runs.
 """
 
@@ -204,6 +208,7 @@ def main() -> None:
 
             redis_url = stack.enter_context(RedisServer()).url
         bench = Bench(tmp, args.sizes, args.concurrency, redis_url)
+        stack.callback(bench.close)
         results = measure(bench, builds, args)
     if bench.said:
         print("The agents wrote (each line once):", file=sys.stderr)

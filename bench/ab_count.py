@@ -8,6 +8,8 @@ Rates and CPU times move with whatever else the machine does. Two counts move fa
   difference divided by the difference in size is its cost per call or task, without its
   start (the interpreter, the imports, connecting) and its end. Only the process's own
   user-space work is counted, not the kernel's (the socket calls) nor the server's.
+- **The Redis server's instructions** (W2s): a redis-server of its own run under callgrind,
+  its count zeroed after W2's seed and read after the worker's end, at two sizes.
 - **The Redis server's own time in duetime's scripts**, from its ``INFO commandstats``
   (the microseconds it spent in ``EVALSHA``, reset before the workload): what the store
   costs a call or a task, apart from the client's.
@@ -23,6 +25,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +33,8 @@ import redis
 
 #: What callgrind prints at its end: the instructions it collected.
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+#: The total of a dump of callgrind_control -d.
+_TOTALS = re.compile(r"^(?:summary|totals):\s*(\d+)", re.MULTILINE)
 _VALGRIND = re.compile(r"==\d+==")
 #: The commands that run a script, as INFO commandstats names them.
 _SCRIPT_CALLS = ("cmdstat_evalsha", "cmdstat_evalsha_ro", "cmdstat_eval", "cmdstat_eval_ro")
@@ -97,6 +102,64 @@ class ServerClock:
         with self._client() as client:
             stats = client.info("commandstats")
         return float(sum(stats[name]["usec"] for name in _SCRIPT_CALLS if name in stats))
+
+
+class CountedRedis:
+    """A redis-server of its own under callgrind (W2s): :meth:`zero` its count, and read
+    it with :meth:`counted`. Some fifty times slower than at full speed, so that W2s's
+    worker waits on it: the count is the server's alone, whatever the worker does."""
+
+    def __init__(self, tmp: Path) -> None:
+        from tests.servers import free_port, redis_binary
+
+        self.port = free_port()
+        self.out = tmp / "redis-server.callgrind"
+        cmd = [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1"]
+        cmd += ["--save", "", "--appendonly", "no", "--dir", str(tmp)]
+        self.proc = subprocess.Popen(
+            counting(cmd, self.out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with redis.Redis(port=self.port, socket_connect_timeout=1) as client:
+                    client.ping()
+                return
+            except redis.ConnectionError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("redis-server under callgrind did not start") from None
+                time.sleep(0.1)
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def _control(self, option: str) -> None:
+        subprocess.run(
+            ["callgrind_control", option, str(self.proc.pid)], capture_output=True, check=True
+        )
+
+    def zero(self) -> None:
+        """Count from now."""
+        self._control("-z")
+
+    def counted(self) -> int:
+        """The instructions the server executed since :meth:`zero`."""
+        self._control("-d")
+        dumps = sorted(self.out.parent.glob(self.out.name + ".*"), key=lambda p: p.stat().st_mtime)
+        text = dumps[-1].read_text()
+        for dump in dumps:
+            dump.unlink()
+        found = _TOTALS.search(text)
+        if found is None:
+            raise SystemExit("callgrind's dump of redis-server holds no total")
+        return int(found.group(1))
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(60)
+        for path in self.out.parent.glob(self.out.name + "*"):
+            path.unlink()
 
 
 def run_counted(cmd: list[str], out: Path) -> tuple[subprocess.CompletedProcess[str], int]:

@@ -29,6 +29,13 @@ METRICS = (
     Metric("w2_server_us_per_task", "W2 Redis scripts µs/task", False, "w2", redis_only=True),
     Metric("w2_instructions_per_task", "W2i worker instructions/task", False, "w2i"),
     Metric("w2_start_instructions", "W2i worker start, M instructions", False, "w2i", 1e-6),
+    Metric(
+        "w2_server_instructions_per_task",
+        "W2s Redis server instructions/task",
+        False,
+        "w2s",
+        redis_only=True,
+    ),
     Metric("w3_p50_ms", "W3 p50 ms", False, "w3"),
     Metric("w3_p99_ms", "W3 p99 ms", False, "w3"),
 )

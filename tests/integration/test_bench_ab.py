@@ -113,6 +113,31 @@ def test_the_counted_workloads_give_a_builds_instructions_the_same_each_time(
     assert "W1 one call" not in proc.stdout  # only the workloads named ran
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # about 30 s; up to a minute more when the build is made anew
+def test_w2s_counts_the_redis_servers_instructions_per_task_the_same_each_time(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    # W2s counts what a redis-server of its own (under callgrind) executes for W2's worker.
+    assert shutil.which("valgrind") and shutil.which("callgrind_control"), (
+        "W2s needs valgrind with callgrind_control (apt-get install valgrind)"
+    )
+    # At full size (2,000 and 12,000 tasks): --quick's hundreds of tasks make batches whose
+    # sizes vary from run to run, and the server's work a task with them.
+    cmd = [sys.executable, str(ROOT / "bench" / "ab.py"), "HEAD", "HEAD", "--rounds", "1"]
+    cmd += ["--stores", "redis", "--workloads", "w2s"]
+    cmd += ["--cache", str(builds_cache(request, tmp_path))]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=290, check=False)
+    assert proc.returncode == 0, proc.stderr
+    _, a, b, ratio, _ = line(proc.stdout, "W2s Redis server instructions/task")
+    for count in (a, b):
+        # A claim and a settle of a task in Lua: thousands of instructions at least, and
+        # far from the millions a count with the server's start left in would read.
+        assert 5_000 < float(count.replace(",", "")) < 1_000_000, count
+    assert 0.9 <= float(ratio) <= 1.1, (a, b)
+    assert "W2 start" not in proc.stdout  # only the workload named ran
+
+
 def records(metric: str, a: list[float], b: list[float]) -> list[dict[str, Any]]:
     rows = []
     for rev, values in (("A", a), ("B", b)):
