@@ -181,7 +181,9 @@ async def test_a_run_whose_lease_expired_appears_once_a_worker_reaps_it(
     records the attempt, as failed (it runs again) or dead (out of stalls)."""
     ran: list[int] = []
 
-    @app.task("crash", lease=0.2, max_stalls=1, pacing=QUICK)
+    # The real worker's lease is long (a loaded machine must not make its own runs stall);
+    # the dead one's, given to its claim, is short.
+    @app.task("crash", lease=5, max_stalls=1, pacing=QUICK)
     async def crash(payload: dict[str, Any], ctx: duetime.Context) -> None:
         ran.append(ctx.attempt)
 

@@ -1,12 +1,14 @@
 """duetime's own Redis client (stores/redis/resp) against real servers: calls sent again
-over a dropped connection, error replies, text that is not UTF-8, passwords and ACL users,
-databases, unix sockets, TLS, and a subscription that finds a server gone silent."""
+over a dropped connection and to a server still loading its data, error replies, text that
+is not UTF-8, passwords and ACL users, databases, unix sockets, TLS, and subscriptions made
+again after a kill and found lost when the server goes silent."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -230,3 +232,53 @@ async def test_a_killed_subscription_is_made_again_and_says_so(
     finally:
         listener.cancel()
         await asyncio.gather(listener, return_exceptions=True)
+
+
+async def test_a_call_to_a_server_loading_its_data_waits_for_it(namespace: str) -> None:
+    """A server that restarted answers LOADING until its data is read back: the call is
+    sent again until it is, and gets the data (not an error)."""
+    server = RedisServer()
+    server.start()
+    try:
+        with server.client() as admin:
+            admin.execute_command("DEBUG", "POPULATE", 2000)
+            admin.save()
+        server.stop()
+        # Reading 2,000 keys at 250 µs each: half a second of LOADING, answered as it goes.
+        slow = ["--key-load-delay", "250", "--loading-process-events-interval-bytes", "1024"]
+        proc = subprocess.Popen(
+            [*server.command(), *slow], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            assert await _loading(server.port), "the server never answered LOADING"
+            link = _client(server.url)
+            try:
+                assert await link.call("GET", "key:1") == b"value:1"
+            finally:
+                await link.aclose()
+        finally:
+            proc.terminate()
+            proc.wait(10)
+    finally:
+        server.cleanup()
+
+
+async def _loading(port: int) -> bool:
+    """Wait until the server at ``port`` answers LOADING; False if it never does in 10 s."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.01)
+            continue
+        try:
+            writer.write(b"*1\r\n$4\r\nPING\r\n")
+            reply = await reader.readline()
+        finally:
+            writer.close()
+            await writer.wait_closed()
+        if reply.startswith(b"-LOADING"):
+            return True
+        await asyncio.sleep(0.01)
+    return False

@@ -32,7 +32,7 @@ from duetime.validate import to_ms
 #: Tasks read per page: one round trip, and a page of records held at a time.
 BATCH = 200
 #: Calls in flight at once: enough to hide round trips, few enough to leave the store's
-#: connections (redis-py's pool holds 100) and time to the workers sharing it.
+#: connections (each call in flight holds one) and time to the workers sharing it.
 CONCURRENCY = 16
 #: Passes over the listing at most: another pass runs only while the last one skipped
 #: tasks, and a few are enough unless the listing churns the whole time.

@@ -63,8 +63,9 @@ async def upkeep_loop(store: Store, clock: Clock) -> None:
 async def cancel_until_done(tasks: list[asyncio.Task[Any]]) -> None:
     """Cancel tasks and wait for them, cancelling again if one swallowed the cancellation.
 
-    On Python 3.11, asyncio.wait_for (used inside redis-py) can swallow a cancellation that
-    arrives as its inner call completes; a plain cancel() could then leave a task running.
+    On Python 3.11, asyncio.wait_for (used inside redis-py: a Cluster's store, the
+    listings) can swallow a cancellation that arrives as its inner call completes; a plain
+    cancel() could then leave a task running.
     """
     pending = {task for task in tasks if not task.done()}
     while pending:

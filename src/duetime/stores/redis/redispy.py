@@ -65,8 +65,8 @@ class _FollowingConnection(SentinelManagedConnection):
 
     redis-py's own asks only on the first connect: a connection that dropped (its primary
     died) and is used again reconnects to the address it had, and keeps failing after a
-    failover (redis-py issue 3874). The script runner keeps its connections between calls,
-    so it meets exactly that.
+    failover (redis-py issue 3874). The pool keeps its connections between calls, so the
+    listings' client meets exactly that.
     """
 
     async def connect_check_health(
