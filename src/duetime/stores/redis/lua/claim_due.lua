@@ -208,6 +208,9 @@ if gated then
 end
 local ids, dues = {}, {}
 local picked_groups
+-- Whether the picked ids are the head of due (its first #ids by rank): they then leave it
+-- by rank, without a look-up of each.
+local from_head = false
 if allowed > 0 and grouped and redis.call('EXISTS', gk.groups) == 1 then
   picked_groups = group_claim(gk, due, running, now, horizon, allowed, limits)
   ids, dues = picked_groups.ids, picked_groups.dues
@@ -216,10 +219,12 @@ elseif allowed > 0 and redis.call('EXISTS', order) == 1 then
 elseif allowed > 0 then
   local picked = redis.call('ZRANGEBYSCORE', due, '-inf', string.format('%d', horizon),
                             'WITHSCORES', 'LIMIT', 0, allowed)
+  local n = 0
   for i = 1, #picked, 2 do
-    ids[#ids + 1] = picked[i]
-    dues[#dues + 1] = picked[i + 1]
+    n = n + 1
+    ids[n], dues[n] = picked[i], picked[i + 1]
   end
+  from_head = true
 end
 local started = 0
 if #ids > 0 then
@@ -233,7 +238,11 @@ if #ids > 0 then
     end
     stalls = redis.call('HMGET', meta, unpack(fields))
   end
-  bulk('ZREM', due, ids)
+  if from_head then
+    redis.call('ZREMRANGEBYRANK', due, 0, #ids - 1)
+  else
+    bulk('ZREM', due, ids)
+  end
   local good, started_ids, started_groups = {}, {}, {}
   for i, id in ipairs(ids) do
     if records[i] then

@@ -89,8 +89,21 @@ end
 local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, hold = 4,
                file = 3, spawn = 3, finish = 2, log = 5, ran = 7, ['ran*'] = 2}
 local OUTCOMES = {done = true, failed = true, dead = true, aborted = true}
-local items, ids = {}, {}
+-- Per item, in the order given: its table ({op, id, token, ...}), or false for a plain
+-- completion of a done* or ran* line (most of a busy settle), which needs none; and its id
+-- and token.
+local items, ids, tokens = {}, {}, {}
 local log, batch, runs, tally
+
+-- The last item's table, made for a plain completion that an op after it adds to.
+local function last_item()
+  local k = #items
+  if items[k] == false then
+    items[k] = {op = 'done', id = ids[k], token = tokens[k]}
+  end
+  return items[k]
+end
+
 local i = 5
 while i <= #ARGV do
   local op = ARGV[i]
@@ -107,8 +120,7 @@ while i <= #ARGV do
         return {-2, 'bad line in ' .. op .. ' at ' .. (i + 1)}
       end
       n = n + 1
-      items[n] = {op = 'done', id = id, token = token}
-      ids[n] = id
+      items[n], ids[n], tokens[n] = false, id, token
     end
     if op == 'ran*' then
       -- Left as they are, unread but for their count: stored together (see below).
@@ -142,7 +154,7 @@ while i <= #ARGV do
             and is_int(run[4]) and OUTCOMES[run[5]]) then
       return {-2, 'bad run at ' .. i}
     end
-    items[#items].ran = run
+    last_item().ran = run
   elseif op == 'file' or op == 'spawn' then
     if #items == 0 then
       return {-2, op .. ' must follow an outcome'}
@@ -150,13 +162,13 @@ while i <= #ARGV do
     if op == 'spawn' and not tonumber(ARGV[i + 2]) then
       return {-2, 'spawn needs a due time'}
     end
-    items[#items][op] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]}
+    last_item()[op] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]}
   elseif op == 'finish' then
     local key, window = KEYS[tonumber(ARGV[i + 1]) or 0], tonumber(ARGV[i + 2])
     if #items == 0 or not key or tonumber(ARGV[i + 1]) < 14 or not window or window <= 0 then
       return {-2, 'finish must follow an outcome, with a key and a window'}
     end
-    items[#items].finish = {key, ARGV[i + 2]}
+    last_item().finish = {key, ARGV[i + 2]}
   else
     local item = {op = op, id = ARGV[i + 1], token = ARGV[i + 2]}
     if op == 'dead' then
@@ -172,8 +184,8 @@ while i <= #ARGV do
         return {-2, op .. ' needs a due time'}
       end
     end
-    items[#items + 1] = item
-    ids[#ids + 1] = item.id
+    local k = #items + 1
+    items[k], ids[k], tokens[k] = item, item.id, item.token
   end
   i = i + n + 1
 end
@@ -184,18 +196,24 @@ end
 local leases = redis.call('HMGET', lease, unpack(ids))
 local moved = redis.call('ZMSCORE', due, unpack(ids))
 local kept, ended, cleared, dropped = {}, {}, {}, {}
+local n_ended, n_cleared, n_dropped = 0, 0, 0  -- the tables' lengths (`#t` searches)
 local hold
-for k, item in ipairs(items) do
-  kept[k] = lease_token(leases[k]) == item.token and 1 or 0
+for k = 1, #ids do
+  local item, id = items[k], ids[k]
+  kept[k] = lease_token(leases[k]) == tokens[k] and 1 or 0
   if kept[k] == 1 then
-    ended[#ended + 1] = item.id
-    if item.hold and (not hold or item.hold > hold) then
+    n_ended = n_ended + 1
+    ended[n_ended] = id
+    local op = item and item.op or 'done'
+    if item and item.hold and (not hold or item.hold > hold) then
       hold = item.hold
     end
-    if not moved[k] and (item.op == 'done' or item.op == 'next') then
-      cleared[#cleared + 1] = item.id
-      if item.op == 'done' then
-        dropped[#dropped + 1] = item.id
+    if not moved[k] and (op == 'done' or op == 'next') then
+      n_cleared = n_cleared + 1
+      cleared[n_cleared] = id
+      if op == 'done' then
+        n_dropped = n_dropped + 1
+        dropped[n_dropped] = id
       end
     end
   end
@@ -204,21 +222,22 @@ end
 local head = head_score(due)
 bulk('ZREM', running, ended)
 bulk('HDEL', lease, ended)
-if #cleared > 0 and redis.call('EXISTS', meta) == 1 then
+if n_cleared > 0 and redis.call('EXISTS', meta) == 1 then
   bulk('HDEL', meta, meta_fields(cleared))
 end
 bulk('HDEL', data, dropped)
-if #dropped > 0 and redis.call('EXISTS', lane) == 1 then
+if n_dropped > 0 and redis.call('EXISTS', lane) == 1 then
   bulk('HDEL', lane, dropped)
 end
-if #ended > 0 and redis.call('EXISTS', gk.group) == 1 then
+if n_ended > 0 and redis.call('EXISTS', gk.group) == 1 then
   group_ended(gk, ended)
   bulk('HDEL', gk.group, dropped)
 end
 
 local earliest
-for k, item in ipairs(items) do
-  if kept[k] == 1 then
+for k = 1, #ids do
+  local item = items[k]
+  if item and kept[k] == 1 then  -- a plain completion has nothing more to do here
     local id, op = item.id, item.op
     if item.finish then
       redis.call('SET', item.finish[1], now, 'PX', item.finish[2])
@@ -266,7 +285,7 @@ for k, item in ipairs(items) do
   end
 end
 wake_if_earlier(ARGV[2], ARGV[3], earliest, head)
-if #ended > 0 and redis.call('EXISTS', gate) == 1 then
+if n_ended > 0 and redis.call('EXISTS', gate) == 1 then
   if hold and hold > (tonumber(redis.call('HGET', gate, 'hold') or '') or -math.huge) then
     redis.call('HSET', gate, 'hold', string.format('%d', hold))
   end
@@ -279,8 +298,9 @@ end
 if log then
   local added = runs_added(runs, tally)
   local before = added
-  for k, item in ipairs(items) do
-    if kept[k] == 1 and item.ran then
+  for k = 1, #ids do
+    local item = items[k]
+    if item and kept[k] == 1 and item.ran then
       added = add_run(runs, added, item.id, item.ran, log)
     end
   end
