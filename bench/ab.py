@@ -7,6 +7,7 @@
     python bench/ab.py d27d428 HEAD --workloads w1i,w2i,w2s --rounds 1   # counted: no noise
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"rate": "100000/s"}'
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"seed_priorities": 5}'
+    python bench/ab.py HEAD HEAD --workloads w2i --b-options '{"monitored": false}'
     python bench/ab.py WORKTREE WORKTREE --workloads w2 \
         --b-options '{"seed_groups": 10, "group_concurrency": 1000}'
     make ab A=d27d428 B=HEAD
@@ -19,10 +20,11 @@ interpreter, produces and works. Each revision runs at its own defaults, but for
 worker's concurrency (1,000) and timeout (none), set as bench/bench.py sets them, and for
 the task options --a-options and --b-options give its worker's type (JSON: a cost of an
 option, say flow control's ``rate`` or ``global_concurrency``, measured against the same
-build without it; ``seed_priorities``: L gives W2's tasks priorities 0, 10, ..., 10 * (L - 1)
-in turn, for a build with priorities; ``seed_groups``: G puts W2's task i in group
-``g<i % G>``, for a build with groups, to be measured with ``group_concurrency`` or
-``group_rate`` among the options).
+build without it; ``monitored``: false runs the worker without its heartbeat and
+per-minute counts, what monitoring costs; ``seed_priorities``: L gives W2's tasks priorities
+0, 10, ..., 10 * (L - 1) in turn, for a build with priorities; ``seed_groups``: G puts
+W2's task i in group ``g<i % G>``, for a build with groups, to be measured with
+``group_concurrency`` or ``group_rate`` among the options).
 
 Each round runs every workload on every store for both revisions back to back, A then B in
 odd rounds and B then A in even ones, so that what the machine does meanwhile falls on

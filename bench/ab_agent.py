@@ -14,7 +14,8 @@ every measured revision has (``App(url, namespace=...)``, ``declare``, ``@app.ta
                                      group ``g<i % GROUPS>``, a revision with groups)
     agent.py spread URL NS N SPREAD LEAD   one call per task, due over SPREAD s from LEAD s on
     agent.py worker URL NS N OUT CONCURRENCY [OPTIONS]   run N tasks, write their times to OUT
-                                     (OPTIONS: more task options of the type, as JSON)
+                                     (OPTIONS: more task options of the type, as JSON;
+                                     "monitored": false runs the worker unmonitored)
 """
 
 from __future__ import annotations
@@ -133,6 +134,9 @@ async def worker(
     done = asyncio.Event()
     ran = 0
 
+    options = dict(options)
+    monitored = options.pop("monitored", True)  # a worker option, not the type's
+
     @app.task("bench", concurrency=concurrency, timeout=None, **options)
     async def bench(payload: dict[str, float]) -> None:
         nonlocal ran
@@ -144,7 +148,7 @@ async def worker(
         if ran >= n:
             done.set()
 
-    run = app.worker(grace=1)
+    run = app.worker(grace=1) if monitored else app.worker(grace=1, monitored=False)
     if tune_gc is not None:
         tune_gc()  # as app.run() does
     else:
