@@ -7,7 +7,9 @@ redis-py client's aclose() then closes."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import Any, cast
 
 import pytest
@@ -101,6 +103,16 @@ async def test_the_old_primary_back_up_is_not_named_by_the_failovers_leader(
 AT_ONCE = 10
 
 
+@contextlib.contextmanager
+def _stranger_first(group: SentinelGroup) -> Iterator[str]:
+    """The group's URL with a sentinel named first whose answer is passed over (it watches
+    another service), as one in the middle of a failover is."""
+    with RedisServer() as other, SentinelServer("elsewhere", other.port, quorum=1) as stranger:
+        ports = [stranger.port, *(s.port for s in group.sentinels)]
+        hosts = ",".join(f"127.0.0.1:{port}" for port in ports)
+        yield f"redis+sentinel://{hosts}/{group.service}/0"
+
+
 def _connections(client: Any) -> list[Any]:
     pool = client.connection_pool
     return [*pool._available_connections, *pool._in_use_connections]
@@ -110,15 +122,12 @@ async def test_discoveries_at_once_keep_every_sentinel_and_aclose_closes_them_al
     sentinel_group: SentinelGroup,
 ) -> None:
     group = sentinel_group
-    # A sentinel asked first whose answer is passed over (it watches another service), as
-    # one in the middle of a failover is. redis-py moved the sentinel that answered to the
-    # head of the list by the place it had when asked: a discovery that ended after another
-    # had moved it wrote it over this one, whose client aclose() then missed, leaving its
-    # connections open (ResourceWarning: unclosed Connection, in the failover fault test).
-    with RedisServer() as other, SentinelServer("elsewhere", other.port, quorum=1) as stranger:
-        ports = [stranger.port, *(s.port for s in group.sentinels)]
-        hosts = ",".join(f"127.0.0.1:{port}" for port in ports)
-        client = connect_sentinel(f"redis+sentinel://{hosts}/{group.service}/0")
+    # redis-py moved the sentinel that answered to the head of the list by the place it had
+    # when asked: a discovery that ended after another had moved it wrote it over the
+    # passed-over one, whose client aclose() then missed, leaving its connections open
+    # (ResourceWarning: unclosed Connection, in the failover fault test).
+    with _stranger_first(group) as url:
+        client = connect_sentinel(url)
         manager: Any = cast(Any, client.connection_pool).sentinel_manager
         asked = list(manager.sentinels)
         try:
@@ -139,10 +148,8 @@ async def test_duetimes_own_discoveries_at_once_share_one_and_keep_every_sentine
     sentinel_group: SentinelGroup,
 ) -> None:
     group = sentinel_group
-    with RedisServer() as other, SentinelServer("elsewhere", other.port, quorum=1) as stranger:
-        ports = [stranger.port, *(s.port for s in group.sentinels)]
-        hosts = ",".join(f"127.0.0.1:{port}" for port in ports)
-        source = SentinelSource(parse_sentinel_url(f"redis+sentinel://{hosts}/{group.service}/0"))
+    with _stranger_first(group) as url:
+        source = SentinelSource(parse_sentinel_url(url))
         asked = list(source.sentinels)
         found = await asyncio.gather(*(source.endpoint() for _ in range(AT_ONCE)))
         assert {endpoint.port for endpoint in found} == {group.primary_port()}
