@@ -244,11 +244,7 @@ async def test_a_call_to_a_server_loading_its_data_waits_for_it(namespace: str) 
             admin.execute_command("DEBUG", "POPULATE", 2000)
             admin.save()
         server.stop()
-        # Reading 2,000 keys at 250 µs each: half a second of LOADING, answered as it goes.
-        slow = ["--key-load-delay", "250", "--loading-process-events-interval-bytes", "1024"]
-        proc = subprocess.Popen(
-            [*server.command(), *slow], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        proc = _restarted_slowly(server)
         try:
             assert await _loading(server.port), "the server never answered LOADING"
             link = _client(server.url)
@@ -261,6 +257,15 @@ async def test_a_call_to_a_server_loading_its_data_waits_for_it(namespace: str) 
             proc.wait(10)
     finally:
         server.cleanup()
+
+
+def _restarted_slowly(server: RedisServer) -> subprocess.Popen[bytes]:
+    """``server`` started again on its data, reading its 2,000 keys at 250 µs each: half a
+    second of LOADING, answered as it goes (not once it is done)."""
+    slow = ["--key-load-delay", "250", "--loading-process-events-interval-bytes", "1024"]
+    return subprocess.Popen(
+        [*server.command(), *slow], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 async def _loading(port: int) -> bool:
