@@ -60,6 +60,9 @@ class _Core(Protocol):
     def _wake(self, task_type: str) -> str: ...
 
     @property
+    def link(self) -> RespClient: ...
+
+    @property
     def source(self) -> Source: ...
 
     async def _run(self, name: str, keys: list[str], args: list[Any]) -> Any: ...
@@ -117,11 +120,7 @@ class RedisCapabilities:
             from duetime.stores.redis import cluster as cluster_store
 
             return await cluster_store.enable_key_events(cast(Any, self.client))
-        link = RespClient(self.source)  # its own: CONFIG may take a while to answer
-        try:
-            return await keyevents.enable(link)
-        finally:
-            await link.aclose()
+        return await keyevents.enable(self.link)
 
     async def key_expiries(self: _Core, db: int, on_key: Callable[[str], None]) -> None:
         channel, what = keyevent_channel(db), f"key expiry events of db {db}"

@@ -85,9 +85,8 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
 
     def __init__(self, config: RedisConfig) -> None:
         self.config = config
-        #: duetime's own client and where it connects (None on a Cluster, or not open).
+        #: duetime's own client (None on a Cluster, or not open).
         self._link: RespClient | None = None
-        self._source: Source | None = None
         #: redis-py's: the cluster client, or the listings' client once made.
         self._client: Redis | None = None
         self._scripts: scripts.ScriptRunner | ClusterScriptRunner | None = None
@@ -127,11 +126,16 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         return self._client
 
     @property
-    def source(self) -> Source:
-        """Where duetime's own client connects (not on a Cluster)."""
-        if self._source is None:
+    def link(self) -> RespClient:
+        """duetime's own client (not on a Cluster)."""
+        if self._link is None:
             raise StoreError("the Redis store is not open")
-        return self._source
+        return self._link
+
+    @property
+    def source(self) -> Source:
+        """Where duetime's own client connects: its subscriptions connect there too."""
+        return self.link.source
 
     def keys(self, task_type: str) -> TypeKeys:
         keys = self._keys.get(task_type)
@@ -161,15 +165,14 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
             # Duck-typed: the cluster client routes the single-slot commands the store sends.
             self._client = cast("Redis", cluster)
             return
-        source = source_for(config.url)
-        link = RespClient(source)
+        link = RespClient(source_for(config.url))
         self._warnings = await open_server(link, config.allow_eviction, self._replicas)
-        self._source, self._link = source, link
+        self._link = link
         self._scripts = scripts.ScriptRunner(link, self._replicas)
 
     async def close(self) -> None:
         self._scripts = None
-        link, self._link, self._source = self._link, None, None
+        link, self._link = self._link, None
         client, self._client = self._client, None
         if link is not None:
             await link.aclose()

@@ -13,6 +13,7 @@ from duetime.stores.redis.resp.connection import Connection, connect, pack
 from duetime.stores.redis.resp.deadlines import Deadlines
 from duetime.stores.redis.resp.endpoint import Endpoint
 from duetime.stores.redis.resp.errors import ReplyError
+from duetime.stores.wire import to_bytes
 
 #: A call that meets a lost connection is sent again this many times, after waits doubling
 #: from the first up to the cap: about 3 s of outage in all.
@@ -62,14 +63,7 @@ def pack_args(args: Sequence[Any]) -> bytes:
     try:
         return pack(tuple(args))
     except UnicodeEncodeError:
-        return pack(tuple([_raw(a) if isinstance(a, str) else a for a in args]))
-
-
-def _raw(text: str) -> bytes:
-    try:
-        return text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "backslashreplace")
+        return pack(tuple([to_bytes(a) if isinstance(a, str) else a for a in args]))
 
 
 class RespClient:
@@ -108,18 +102,13 @@ class RespClient:
 
     async def send(self, packed: bytes, replies: int) -> Any:
         """The reply (or list of ``replies`` replies) of the commands ``packed`` holds."""
-        idle = self._idle
         for attempt in range(1, SEND_TRIES + 1):
             conn: Connection | None = None
             try:
                 with self._deadlines.watch():
-                    while idle:
-                        conn = idle.pop()
-                        if not conn.closed:
-                            break
-                        conn = None
+                    conn = self._idle_one()
                     if conn is None:
-                        conn = await self._connect()
+                        conn = await connect(await self.source.endpoint())
                     reply = await conn.request(packed, replies)
             except OSError:  # ConnectionLost, TimeoutError
                 if conn is not None:
@@ -134,15 +123,20 @@ class RespClient:
                     conn.abort()
                 raise
             else:
-                if not self._refused(conn, reply if replies == 1 else reply[0], attempt):
+                first = reply if replies == 1 else reply[0]
+                if not isinstance(first, ReplyError):  # the common case, first
+                    self._give_back(conn)
+                    return reply
+                if not self._refused(conn, first, attempt):
                     return reply
             await asyncio.sleep(backoff_delay(attempt, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _refused(self, conn: Connection, reply: Any, attempt: int) -> bool:
-        """Whether ``reply`` (the first, of several) refused the command for now, and it is
-        to be sent again; ``conn`` is given back, or dropped if its server was demoted."""
-        code = reply.code if isinstance(reply, ReplyError) else None
+    def _refused(self, conn: Connection, reply: ReplyError, attempt: int) -> bool:
+        """Whether the error ``reply`` (the first, of several) refused the command for now,
+        and it is to be sent again; ``conn`` is given back, or dropped if its server was
+        demoted."""
+        code = reply.code
         follows = self.source.follows_primary
         if attempt < SEND_TRIES and code == "READONLY" and follows:
             conn.abort()  # a demoted primary: the next connection looks for the new one
@@ -151,9 +145,14 @@ class RespClient:
         self._give_back(conn)
         return attempt < SEND_TRIES and code in REFUSED_FOR_NOW
 
-    async def _connect(self) -> Connection:
-        conn: Connection = await connect(await self.source.endpoint())
-        return conn
+    def _idle_one(self) -> Connection | None:
+        """An idle connection still open (the server may have closed some), if any."""
+        idle = self._idle
+        while idle:
+            conn = idle.pop()
+            if not conn.closed:
+                return conn
+        return None
 
     def _give_back(self, conn: Connection) -> None:
         if self._closed:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from duetime.stores.redis.resp.connection import Connection, connect, pack
 from duetime.stores.redis.resp.endpoint import Endpoint
@@ -33,16 +34,11 @@ class Subscriber(Connection):
         self.heard = self._loop.time()
         super().buffer_updated(nbytes)
 
-    def replies(self) -> None:
-        reader = self._reader
-        try:
-            while (reply := reader.gets()) is not False:
-                if isinstance(reply, list) and reply and reply[0] in (b"message", b"pmessage"):
-                    self._deliver(reply[-1])
-                else:
-                    self._answer(reply)  # IndexError: nobody asked
-        except Exception as exc:  # not RESP, or an answer nobody asked for
-            self.abort(ConnectionLost(f"Redis sent what is not a message or a reply: {exc!r}"))
+    def _answer(self, reply: Any) -> None:
+        if isinstance(reply, list) and reply and reply[0] in (b"message", b"pmessage"):
+            self._deliver(reply[-1])
+        else:
+            super()._answer(reply)
 
     def _deliver(self, data: bytes) -> None:
         try:
