@@ -25,6 +25,7 @@ check: install
 	$(BIN)/ruff format --check src tests bench examples scripts
 	$(BIN)/ruff check src tests bench examples scripts
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 # The documentation site (mkdocs.yml) into site/, in a few seconds. --strict makes every
 # warning fail: a broken link or anchor, a page missing from the nav, a docstring that does
