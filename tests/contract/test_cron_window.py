@@ -105,3 +105,30 @@ async def test_ticks_before_the_start_are_none_when_workers_come_back_after_it(
         assert ticker.of(overlap) == expected, overlap
         assert (after.missed_count, after.skipped_count) == (2 - len(caught_up), 0), overlap
         assert after.run_count == len(expected), overlap
+
+
+@pytest.mark.parametrize("overlap", OVERLAPS)
+async def test_the_runs_and_skips_of_long_runs_add_up_to_the_ticks_of_the_window(
+    store_url: str, namespace: str, overlap: str
+) -> None:
+    app = duetime.App(namespace=namespace)
+    start, end = T + S, T + 8 * S  # eight ticks
+    ticker = Ticker(app, timedelta(milliseconds=2500))  # each run takes 2.5 ticks
+    async with harness(app, url=store_url, start=T) as h:
+        ticker.harness = h
+        await app.add_cron(
+            "window", EVERY_SECOND, task="report", start=start, end=end,
+            overlap=overlap,  # type: ignore[arg-type]
+        )  # fmt: skip
+        await _steps(h, 10)
+        after = await _info(app, "window")
+
+    assert all(start <= tick <= end for tick in ticker.ticks)
+    assert len(ticker.ticks) + after.skipped_count + after.missed_count == 8
+    assert after.run_count == len(ticker.ticks) and after.finished
+    if overlap == "buffer_one":
+        # Each run leaves the first tick that came due meanwhile waiting and skips the rest.
+        assert ticker.ticks == [start + n * S for n in (0, 1, 3, 6)]
+        assert after.skipped_count == 4
+    if overlap == "buffer_all":
+        assert ticker.ticks == [start + n * S for n in range(8)]
