@@ -267,3 +267,15 @@ async def test_the_last_run_of_a_cancel_other_schedule_ends_as_its_handler_does(
     due, _, state = _next(await cron.run(job))
     assert job.ran == [(T, None)]  # no time to abort it at
     assert (due, state.finished, state.run_count, state.skipped_count) == (NEVER_MS, True, 1, 0)
+
+
+async def test_no_tick_after_the_limit_aborts_the_run_that_reaches_it() -> None:
+    cron = replace(spec("cancel_other"), limit=2, run_count=1)
+    job = FakeJob(cron, T, T + 5, took=2500)
+    due, _, state = _next(await cron.run(job))
+    assert job.ran == [(T, None)]
+    assert (due, state.finished, state.run_count) == (NEVER_MS, True, 2)
+    not_yet = replace(spec("cancel_other"), limit=2)
+    job = FakeJob(not_yet, T, T + 5, took=10)
+    await not_yet.run(job)
+    assert job.ran == [(T, T + S)]

@@ -286,7 +286,9 @@ class CronTrigger:
             ran = replace(spec, run_count=spec.run_count + 1)
             following = ran.waiting_for(job.payload_json, next_for_allow(spec, run, now, again))
             return job.done(following, hand_off_ms=run)
-        error = await job.call(run, abort_at_ms=abort_at(spec, run, now))
+        last = spec.limit is not None and spec.run_count + 1 >= spec.limit
+        # The run that reaches the limit is the last: no tick after it aborts it.
+        error = await job.call(run, abort_at_ms=None if last else abort_at(spec, run, now))
         if error is None:
             # Schedules often tick together: let the other handlers of this tick start
             # before the bookkeeping of this one.
