@@ -237,6 +237,45 @@ async def test_waiting_ticks_count_toward_the_limit_and_stop_at_the_end() -> Non
 
     ending = replace(spec("buffer_all"), end_ms=T + 1500)
     _, _, state = _next(await ending.run(FakeJob(ending, T, T + 5, took=3500)))
-    assert state.waiting[0] == T + S  # T+1 is before the end; T+2 and T+3 are not
+    # T+1 is before the end and waits; T+2 and T+3 are not, and neither wait nor count.
+    assert (state.waiting, state.skipped_count) == ((T + S,), 0)
     due, _, state = _next(await state.run(FakeJob(state, T + S, T + 3510, took=10)))
-    assert state.finished and due == NEVER_MS
+    assert state.finished and due == NEVER_MS and state.skipped_count == 0
+
+
+def test_ticks_past_the_end_are_no_ticks_after_a_run_that_outlasts_it() -> None:
+    # The last tick, T, ran from T+5 ms to T+2.5 s: T+1 and T+2 are past the end.
+    for overlap in ("skip", "buffer_one", "buffer_all", "cancel_other"):
+        for missed in ("skip", "once", "all"):
+            last = replace(spec(overlap, missed), end_ms=T)
+            assert after_overlap(last, T, T + 5, T + 2500) == After(T + 3 * S, 0), overlap
+    # Up to the end they are ticks as before: T+1 is the last one.
+    buffered = replace(spec("buffer_one"), end_ms=T + S)
+    assert after_overlap(buffered, T, T + 5, T + 2500) == After(T + S, 0, (T + S,))
+    cancelled = replace(spec("cancel_other"), end_ms=T + S)
+    assert after_overlap(cancelled, T, T + 5, T + 2500) == After(T + S, 0)
+
+
+def test_no_tick_past_the_end_aborts_the_last_run() -> None:
+    assert abort_at(replace(spec("cancel_other"), end_ms=T), T, T + 5) is None
+    assert abort_at(replace(spec("cancel_other"), end_ms=T + S), T, T + 5) == T + S
+
+
+async def test_the_last_run_of_a_cancel_other_schedule_ends_as_its_handler_does() -> None:
+    cron = replace(spec("cancel_other"), end_ms=T)
+    job = FakeJob(cron, T, T + 5, took=2500)
+    due, _, state = _next(await cron.run(job))
+    assert job.ran == [(T, None)]  # no time to abort it at
+    assert (due, state.finished, state.run_count, state.skipped_count) == (NEVER_MS, True, 1, 0)
+
+
+async def test_no_tick_after_the_limit_aborts_the_run_that_reaches_it() -> None:
+    cron = replace(spec("cancel_other"), limit=2, run_count=1)
+    job = FakeJob(cron, T, T + 5, took=2500)
+    due, _, state = _next(await cron.run(job))
+    assert job.ran == [(T, None)]
+    assert (due, state.finished, state.run_count) == (NEVER_MS, True, 2)
+    not_yet = replace(spec("cancel_other"), limit=2)
+    job = FakeJob(not_yet, T, T + 5, took=10)
+    await not_yet.run(job)
+    assert job.ran == [(T, T + S)]

@@ -11,11 +11,12 @@ import pytest
 
 import duetime
 from duetime.stores.base import NewTask
+from duetime.stores.sqlite.config import parse_sqlite_url
 from duetime.stores.sqlite.connection import Database
 from duetime.stores.sqlite.ops import SCHEDULE_ROWS
 from duetime.stores.sqlite.store import SqliteStore
 from tests.helpers import record_text
-from tests.integration.sqlite.support import REC, T0, make_store
+from tests.integration.sqlite.support import REC, T0, make_store, url_of
 
 
 async def _synchronous(store: SqliteStore) -> int:
@@ -129,3 +130,31 @@ async def test_namespaces_share_a_file_apart(tmp_path: Path) -> None:
     finally:
         await one.close()
         await two.close()
+
+
+def test_a_lock_held_past_a_thousand_retries_is_store_unavailable_not_overflow(
+    tmp_path: Path,
+) -> None:
+    # Another connection holds the write lock for the whole busy timeout (10 s on a clock of
+    # the test's own, advanced by each wait): about 3,000 busy retries, past the 1,025th,
+    # whose back-off overflowed a float (OverflowError instead of StoreUnavailable).
+    path = tmp_path / "busy.db"
+    db = Database.open(parse_sqlite_url(url_of(path, "busy_timeout_ms=10000"), namespace="ns"))
+    now = [0.0]
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    db.monotonic, db.sleep = lambda: now[0], sleep
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(duetime.StoreUnavailable, match="busy_timeout_ms"):
+            db.write(lambda conn: conn.execute("DELETE FROM duetime_tasks"))
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+        db.close()
+    assert len(waits) > 1025 and now[0] == pytest.approx(10)

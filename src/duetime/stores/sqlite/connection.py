@@ -133,6 +133,10 @@ class Database:
         #: The file's resolved path: what tells that two stores share a file.
         self.key = os.path.realpath(config.path)
         self.journal_mode = ""
+        #: The busy retry's clock and wait (seconds): a test replaces them to hold the lock
+        #: for the whole busy timeout without waiting it out.
+        self.monotonic: Callable[[], float] = time.monotonic
+        self.sleep: Callable[[float], None] = time.sleep
 
     @classmethod
     def open(cls, config: SqliteConfig) -> Database:
@@ -202,7 +206,7 @@ class Database:
             except sqlite3.OperationalError as exc:
                 if not is_busy(exc):
                     raise
-                now = time.monotonic()
+                now = self.monotonic()
                 if deadline is None:
                     deadline = now + self.config.busy_timeout_ms / 1000
                 if now >= deadline:
@@ -212,7 +216,7 @@ class Database:
                     ) from exc
                 tries += 1
                 wait = backoff_delay(tries, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS)
-                time.sleep(min(wait, deadline - now))
+                self.sleep(min(wait, deadline - now))
 
     def write(
         self, fn: Callable[Concatenate[sqlite3.Connection, P], T], *args: P.args, **kwargs: P.kwargs

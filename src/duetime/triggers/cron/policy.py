@@ -73,6 +73,12 @@ def missed_ticks_ms(tick_ms: int, next_ms: int, grace_ms: int = MISSED_AFTER_MS)
     return tick_ms + min(grace_ms, next_ms - tick_ms)
 
 
+def _within(spec: Policies, now_ms: int) -> int:
+    """``now_ms``, or the schedule's end if that is sooner: a tick after the end is none of
+    the schedule's, so no policy runs, buffers, skips or aborts for it."""
+    return now_ms if spec.end_ms is None else min(now_ms, spec.end_ms)
+
+
 def _late(spec: Policies, tick_ms: int, now_ms: int) -> bool:
     return now_ms > missed_ticks_ms(tick_ms, spec.expr.next_after(tick_ms), spec.grace_ms)
 
@@ -134,7 +140,7 @@ def after_run(
         return following, 0  # the common case: nothing came due during the run
     if (again or spec.missed == "all") and following <= started_ms:
         return following, 0  # a backlog tick, due before this run began: planned next
-    skipped = expr.count_between(max(run_ms, started_ms), now_ms)
+    skipped = expr.count_between(max(run_ms, started_ms), _within(spec, now_ms))
     return expr.next_after(max(now_ms, run_ms)), skipped
 
 
@@ -173,20 +179,22 @@ def after_overlap(
     ticks up to then are accounted for: they came due after it). "cancel_other": the latest
     tick that came due (the run was aborted when the first did) runs at once, the others
     are skipped. A backlog tick (see :func:`after_run`) comes first under every policy.
+    Ticks after the schedule's end are no ticks: none waits, none is skipped, none runs.
     """
     expr = spec.expr
     following = expr.next_after(run_ms)
     backlog = (again or spec.missed == "all") and following <= started_ms and since_ms is None
     if spec.overlap in BUFFERED and not backlog:
         lo = max(run_ms, started_ms) if since_ms is None else since_ms
-        queue, skipped = _buffered(spec, waiting, lo, now_ms)
+        queue, skipped = _buffered(spec, waiting, lo, _within(spec, now_ms))
         if queue:
             return After(queue[0], skipped, queue)
         return After(expr.next_after(max(now_ms, run_ms)), skipped)
     if spec.overlap == "cancel_other" and not backlog and following <= now_ms:
-        came = expr.ticks_until(max(run_ms, started_ms), now_ms, 1)
+        lo, hi = max(run_ms, started_ms), _within(spec, now_ms)
+        came = expr.ticks_until(lo, hi, 1)
         if came:
-            return After(came[-1], expr.count_between(max(run_ms, started_ms), now_ms) - 1)
+            return After(came[-1], expr.count_between(lo, hi) - 1)
     nxt, skipped = after_run(spec, run_ms, started_ms, now_ms, again)
     return After(nxt, skipped)
 
@@ -208,10 +216,12 @@ def _buffered(
 
 def abort_at(spec: Policies, run_ms: int, started_ms: int) -> int | None:
     """With overlap="cancel_other", when the run of ``run_ms`` that started at
-    ``started_ms`` is aborted: as the next tick comes due (None under other policies)."""
+    ``started_ms`` is aborted: as the next tick comes due (None under other policies, and
+    when the next tick is past the schedule's end: no tick after it aborts its last run)."""
     if spec.overlap != "cancel_other":
         return None
-    return spec.expr.next_after(max(run_ms, started_ms))
+    following = spec.expr.next_after(max(run_ms, started_ms))
+    return None if spec.end_ms is not None and following > spec.end_ms else following
 
 
 def next_for_allow(spec: Policies, run_ms: int, now_ms: int, again: bool = False) -> int:

@@ -270,9 +270,11 @@ class CronTrigger:
             waiting, since = spec.waiting[1:], spec.since_ms
             spec = replace(spec, waiting=(), since_ms=None)
         elif job.failures:
-            # A retry of a tick that failed: run it again, no planning. After a crash (the
-            # claim has stalls) it goes on as the tick's re-run would have.
-            run, again = tick, job.claim.stalls > 0
+            # A retry of a tick that failed: run it again, no planning, and go on as a
+            # tick's re-run after a crash does: the ticks that came due since the tick (in
+            # its failed run and its back-off) are late ticks, planned next under the
+            # missed policy, each run or counted once.
+            run, again = tick, True
         else:
             plan = _planned(spec, tick, now, job.claim.stalls)
             spec = _noted(job, spec, plan, tick)
@@ -284,7 +286,9 @@ class CronTrigger:
             ran = replace(spec, run_count=spec.run_count + 1)
             following = ran.waiting_for(job.payload_json, next_for_allow(spec, run, now, again))
             return job.done(following, hand_off_ms=run)
-        error = await job.call(run, abort_at_ms=abort_at(spec, run, now))
+        last = spec.limit is not None and spec.run_count + 1 >= spec.limit
+        # The run that reaches the limit is the last: no tick after it aborts it.
+        error = await job.call(run, abort_at_ms=None if last else abort_at(spec, run, now))
         if error is None:
             # Schedules often tick together: let the other handlers of this tick start
             # before the bookkeeping of this one.
@@ -298,31 +302,31 @@ class CronTrigger:
         # Counted once the tick is over (done or dead), not in the state a retry keeps.
         ran = replace(counted, run_count=counted.run_count + 1)
         following = ran.waiting_for(job.payload_json, after.next_ms)
-        # A retry of a tick run again goes on from the tick after it, and so plans the
-        # ticks that came due during this run once more: they count only if it is given up.
-        if error is None or not again:
+        # A retry goes on from the tick after the one it runs, and so plans the ticks that
+        # came due during this run once more (but under a buffering policy, where they wait
+        # behind it): they count only if the tick is given up.
+        counts_now = error is None or spec.overlap in BUFFERED
+        if counts_now:
             _log_skipped(job, skipped, spec.overlap)
         if error is None:
             return job.done(following)
 
         async def follow() -> Next:
-            if again:
+            if not counts_now:
                 _log_skipped(job, skipped, spec.overlap)
             return following
 
-        return await job.failed(error, run, _retried(spec, counted, run, again, end), follow)
+        return await job.failed(error, run, _retried(spec, counted, run, end), follow)
 
 
-def _retried(
-    spec: CronTrigger, counted: CronTrigger, run_ms: int, again: bool, end_ms: int
-) -> CronTrigger:
+def _retried(spec: CronTrigger, counted: CronTrigger, run_ms: int, end_ms: int) -> CronTrigger:
     """The schedule's state in the record of a retry of ``run_ms``: under a buffering
     policy, the tick heads the ticks that wait (those that came due during the failed run
-    included), so that they run after it; else ``counted`` (``spec`` for a tick run again
-    after a crash: its skips count only once it is given up)."""
+    included), so that they run after it; else ``spec``: the retry plans the ticks that came
+    due since, so none is counted here."""
     if spec.overlap in BUFFERED:
         return replace(counted, waiting=(run_ms, *counted.waiting), since_ms=end_ms)
-    return spec if again else counted
+    return spec
 
 
 def _planned(spec: CronTrigger, tick_ms: int, now_ms: int, stalls: int) -> Plan:
