@@ -85,6 +85,7 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         self._given_store = store
         self._given_clock = clock
         self._made: Store | None = None  # the store made from the URL, once asked for
+        self._creates = True  # whether opening may create the store (a SQLite file)
         self._store: Store | None = None  # open, and spread over partitions
         self._clock: Clock | None = clock
         self._opening: asyncio.Lock | None = None
@@ -106,8 +107,20 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
                 namespace=self.namespace,
                 allow_eviction=self.allow_eviction,
                 durability=self.durability,
+                create=self._creates,
             )
         return self._made
+
+    def open_existing(self) -> None:
+        """Open only a store that exists: a SQLite file named by the URL that does not
+        exist makes :meth:`open` fail with a ConfigError naming its path, instead of
+        creating an empty database. For reads (the CLI's and the dashboard's): a typo in a
+        path must not leave a new file behind. A store object given is not changed.
+        """
+        self._creates = False
+        if self._store is None and self._made is not None:
+            self._made = None
+            self.store()  # made again, not to create
 
     @property
     def url(self) -> str:

@@ -161,7 +161,7 @@ def schedule(
     **options: Any,
 ) -> None:
     """Schedule (or move) a task."""
-    target = Target.from_options(options)
+    target = Target.from_options(options, creates=True)
     fields = task_fields(**options)
     fields["if_exists"] = if_exists
     fields["priority"] = priority
@@ -190,7 +190,7 @@ def schedule(
 @task_options
 def submit(task_type: str, **options: Any) -> None:
     """Schedule a new task under an id duetime picks; print the id."""
-    target = Target.from_options(options)
+    target = Target.from_options(options, creates=True)
     fields = task_fields(**options)
 
     async def call() -> tuple[str, bool]:

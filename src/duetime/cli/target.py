@@ -202,9 +202,16 @@ class Target:
 
     @classmethod
     def resolve(
-        cls, app_path: str | None, url: str | None, namespace: str | None, as_json: bool
+        cls,
+        app_path: str | None,
+        url: str | None,
+        namespace: str | None,
+        as_json: bool,
+        creates: bool = False,
     ) -> Target:
-        """The app of the command's options.
+        """The app of the command's options; unless the command ``creates`` (it schedules
+        or writes settings), the app opens only a store that exists (a read of a SQLite file
+        that does not exist fails naming the path, rather than making an empty one).
 
         Raises:
             click.UsageError: both or neither of an app and a URL; click.BadParameter: a bad
@@ -219,7 +226,7 @@ class Target:
         if app_path:
             if given:
                 raise click.UsageError(f"give MODULE:APP or {' and '.join(given)}, not both")
-            return cls(load_app(app_path), False, as_json)
+            return cls(_opening(load_app(app_path), creates), False, as_json)
         if not url:
             raise click.UsageError("no store: give MODULE:APP, or --url URL (or set DUETIME_URL)")
         try:
@@ -227,16 +234,18 @@ class Target:
             open_store(app.url, namespace=app.namespace)  # the URL checked, not connected
         except DuetimeError as exc:
             raise click.BadParameter(str(exc), param_hint="--url/--namespace") from None
-        return cls(app, True, as_json)
+        return cls(_opening(app, creates), True, as_json)
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> Target:
-        """The app of a command's target options, taken out of its ``options``."""
+    def from_options(cls, options: dict[str, Any], *, creates: bool = False) -> Target:
+        """The app of a command's target options, taken out of its ``options`` (see
+        :meth:`resolve` for ``creates``)."""
         return cls.resolve(
             options.pop("app_path"),
             options.pop("url"),
             options.pop("namespace"),
             options.pop("as_json", False),  # a command that prints no result has no --json
+            creates,
         )
 
     async def adopt(self, *names: str) -> None:
@@ -274,6 +283,12 @@ class Target:
             raise refused(exc) from None
         except DuetimeError as exc:
             raise click.ClickException(str(exc)) from None
+
+
+def _opening(app: App, creates: bool) -> App:
+    if not creates:
+        app.open_existing()
+    return app
 
 
 def refused(exc: ValidationError) -> click.ClickException:

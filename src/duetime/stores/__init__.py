@@ -37,9 +37,16 @@ def resolve_url(url: str | None) -> str:
 
 
 def open_store(
-    url: str, *, namespace: str, allow_eviction: bool = False, durability: Durability = "local"
+    url: str,
+    *,
+    namespace: str,
+    allow_eviction: bool = False,
+    durability: Durability = "local",
+    create: bool = True,
 ) -> Store:
-    """A store object for ``url`` (not yet opened), picked by the URL's scheme.
+    """A store object for ``url`` (not yet opened), picked by the URL's scheme; with
+    ``create`` off, opening it does not create a SQLite file that does not exist (it fails,
+    naming the path): for reads, which must not leave an empty database behind a typo.
 
     Raises:
         ConfigError: an unknown scheme, or a durability the store cannot give.
@@ -59,9 +66,11 @@ def open_store(
             f"{redact(url)!r} has none"
         )
     if scheme == "sqlite":
+        from dataclasses import replace
+
         from duetime.stores.sqlite.store import SqliteStore, parse_sqlite_url
 
-        return SqliteStore(parse_sqlite_url(url, namespace=namespace))
+        return SqliteStore(replace(parse_sqlite_url(url, namespace=namespace), create=create))
     if scheme in POSTGRES_SCHEMES:
         return _postgres(url, namespace)
     raise ConfigError(
