@@ -27,7 +27,7 @@ from duetime.model import TaskInfo
 from duetime.partitions.store import open_partitioned
 from duetime.record import Record
 from duetime.registry import Registry
-from duetime.stores import open_store, redact, resolve_url
+from duetime.stores import check_scheme, open_store, redact, resolve_url
 from duetime.stores.base import DURABILITIES, STATES, Durability, State, Store
 from duetime.tasktype import TaskType, TaskTypes
 from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_int, check_name, to_ms
@@ -81,7 +81,7 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         #: schedules only; an App adds the rest).
         self.registry = Registry(self.types)
         self.registry.add(CronFeature(self))
-        self._given_url = url
+        self._given_url = None if url is None else check_scheme(resolve_url(url))
         self._given_store = store
         self._given_clock = clock
         self._made: Store | None = None  # the store made from the URL, once asked for

@@ -73,7 +73,24 @@ def open_store(
         return SqliteStore(replace(parse_sqlite_url(url, namespace=namespace), create=create))
     if scheme in POSTGRES_SCHEMES:
         return _postgres(url, namespace)
-    raise ConfigError(
+    raise _unknown_scheme(url)
+
+
+def check_scheme(url: str) -> str:
+    """``url``, if its scheme names a store duetime has (nothing is imported or parsed
+    beyond the scheme): what ``App(url)`` checks as it is made.
+
+    Raises:
+        ConfigError: an unknown scheme (``redsi://``), named with the schemes there are.
+    """
+    if urlsplit(url).scheme.lower() not in (*REDIS_SCHEMES, *POSTGRES_SCHEMES, "sqlite"):
+        raise _unknown_scheme(url)
+    return url
+
+
+def _unknown_scheme(url: str) -> ConfigError:
+    scheme = urlsplit(url).scheme.lower()
+    return ConfigError(
         f"unknown store URL scheme {scheme or '(none)'!r} in {redact(url)!r}: use redis://, "
         "rediss://, unix://, redis+sentinel://, redis+cluster://, postgresql:// or "
         "sqlite:///path"
