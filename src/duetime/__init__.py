@@ -34,11 +34,11 @@ from duetime.errors import (
     UnknownTaskType,
     ValidationError,
 )
+from duetime.events import Listener, WorkerEvent
 from duetime.lazy import lazy_names
 from duetime.model import Backoff, History, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.tasktype import TaskType
 from duetime.version import VERSION
-from duetime.worker import Listener, Worker, WorkerEvent
 
 if TYPE_CHECKING:
     from duetime.features.cron.manage import CronInfo
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from duetime.rate import Rate
     from duetime.sync import SyncClient
     from duetime.triggers.periodic import deep_merge
+    from duetime.worker import Worker
 
 #: The public names whose modules are imported when a name is first used: what an app
 #: that uses none of their features never needs (``import duetime`` stays quick).
@@ -70,6 +71,7 @@ _LAZY = {
     "Rate": "duetime.rate",
     "SyncClient": "duetime.sync",
     "deep_merge": "duetime.triggers.periodic",
+    "Worker": "duetime.worker",  # a producer runs none
 }
 
 

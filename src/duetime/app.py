@@ -74,6 +74,10 @@ class App(
     The store is opened on first use, in the running event loop; ``async with app`` or
     ``await app.close()`` closes it. The calls on tasks (schedule, submit, get, ...) are
     :class:`~duetime.client.Client`'s.
+
+    Raises:
+        ConfigError: ``url`` is empty or its scheme names no store (``redsi://``), said as
+            the App is made rather than at its first call.
     """
 
     def __init__(

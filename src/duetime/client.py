@@ -27,7 +27,7 @@ from duetime.model import TaskInfo
 from duetime.partitions.store import open_partitioned
 from duetime.record import Record
 from duetime.registry import Registry
-from duetime.stores import open_store, redact, resolve_url
+from duetime.stores import check_scheme, open_store, redact, resolve_url
 from duetime.stores.base import DURABILITIES, STATES, Durability, State, Store
 from duetime.tasktype import TaskType, TaskTypes
 from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_int, check_name, to_ms
@@ -81,10 +81,11 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         #: schedules only; an App adds the rest).
         self.registry = Registry(self.types)
         self.registry.add(CronFeature(self))
-        self._given_url = url
+        self._given_url = None if url is None else check_scheme(resolve_url(url))
         self._given_store = store
         self._given_clock = clock
         self._made: Store | None = None  # the store made from the URL, once asked for
+        self._creates = True  # whether opening may create the store (a SQLite file)
         self._store: Store | None = None  # open, and spread over partitions
         self._clock: Clock | None = clock
         self._opening: asyncio.Lock | None = None
@@ -106,8 +107,20 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
                 namespace=self.namespace,
                 allow_eviction=self.allow_eviction,
                 durability=self.durability,
+                create=self._creates,
             )
         return self._made
+
+    def open_existing(self) -> None:
+        """Open only a store that exists: a SQLite file named by the URL that does not
+        exist makes :meth:`open` fail with a ConfigError naming its path, instead of
+        creating an empty database. For reads (the CLI's and the dashboard's): a typo in a
+        path must not leave a new file behind. A store object given is not changed.
+        """
+        self._creates = False
+        if self._store is None and self._made is not None:
+            self._made = None
+            self.store()  # made again, not to create
 
     @property
     def url(self) -> str:

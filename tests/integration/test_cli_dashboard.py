@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def dashboard(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    (tmp_path / "d.db").touch()  # an empty file: the dashboard does not create one
     return subprocess.Popen(
         [sys.executable, "-m", "duetime.cli", "--log-level", "WARNING", "dashboard", *args],
         cwd=tmp_path,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -90,7 +91,8 @@ def test_history_lists_a_types_runs_and_one_tasks_with_its_tracebacks(
 
     shown = invoke(url, namespace, "show", "mail", "m1")
     assert shown.exit_code == 3
-    assert "a finished task is not kept; its runs are: duetime history mail m1" in shown.stderr
+    suggested = f"duetime history --url {shlex.quote(url)} --namespace {namespace} mail m1"
+    assert f"a finished task is not kept; its runs are: {suggested})" in shown.stderr
 
     empty = invoke(url, namespace, "history", "mail", "never")
     assert empty.exit_code == 0 and "no runs of mail/never kept" in empty.stderr

@@ -105,6 +105,7 @@ def test_stats_shows_the_last_hour(redis_server: RedisServer, namespace: str) ->
 def test_dashboard_serves_on_loopback_and_refuses_the_network_without_a_token(
     tmp_path: Path,
 ) -> None:
+    (tmp_path / "d.db").touch()  # an empty file: the dashboard does not create one
     url = f"sqlite:///{tmp_path / 'd.db'}"
     refused = invoke("dashboard", "--url", url, "--host", "0.0.0.0")
     assert refused.exit_code == 2 and "without a token" in refused.output
@@ -171,6 +172,7 @@ def test_the_commands_work_on_a_cluster_and_behind_sentinel(
 
 @pytest.mark.timeout(60)
 def test_dashboard_answers_the_allowed_host_names_and_refuses_others(tmp_path: Path) -> None:
+    (tmp_path / "d.db").touch()  # an empty file: the dashboard does not create one
     url = f"sqlite:///{tmp_path / 'd.db'}"
     refused = invoke("dashboard", "--url", url, "--allowed-host", "*")
     assert refused.exit_code == 2 and "allowed_hosts" in refused.output

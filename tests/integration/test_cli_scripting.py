@@ -30,6 +30,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param in ("redis", "postgres"):
         url: str = request.getfixturevalue(f"{request.param}_url")
         return url
+    (tmp_path / "duetime.db").touch()  # an empty file (a read does not create one)
     return f"sqlite:///{tmp_path / 'duetime.db'}"
 
 

@@ -48,6 +48,8 @@ def env(
     """A directory holding the app module (``typedapp``), as the working directory; the
     store in DUETIME_URL and DUETIME_NAMESPACE."""
     (tmp_path / "typedapp.py").write_text(APP_MODULE)
+    if store_url.startswith("sqlite:"):
+        (tmp_path / "duetime.db").touch()  # an empty file, as a worker would have made
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("DUETIME_URL", store_url)
     monkeypatch.setenv("DUETIME_NAMESPACE", namespace)
@@ -207,14 +209,18 @@ def test_show_of_a_task_that_is_not_there_says_finished_tasks_are_not_kept(
         )
 
 
-async def run_a_worker(url: str, namespace: str) -> None:
-    """A worker of the app that starts and stops (as one does when restarted)."""
+async def run_a_worker(url: str, namespace: str, task_type: str = "mail") -> None:
+    """A worker of the app running ``task_type`` only, that starts and stops (as one does
+    when restarted)."""
     app = duetime.App(url, namespace=namespace)
 
     @app.task("mail")
     async def mail(payload: object) -> None: ...
 
-    worker = app.worker(["mail"])
+    @app.task("other")
+    async def other(payload: object) -> None: ...
+
+    worker = app.worker([task_type])
     run = asyncio.create_task(worker.run())
     try:
         await asyncio.wait_for(worker.started.wait(), 10)
@@ -229,14 +235,18 @@ def test_schedule_warns_when_no_worker_ran_on_the_store_in_the_last_minute(
 ) -> None:
     where = env["url"].replace("sqlite:///", f"sqlite:///{tmp_path}/")  # absolute
     warning = (
-        f"warning: no worker has run on {where} (namespace {env['namespace']}) in the last "
-        "minute: is one running on this store?\n"
+        f"warning: no worker of mail has run on {where} (namespace {env['namespace']}) in the "
+        "last minute: is one running on this store?\n"
     )
     for args in (["schedule", "mail", "m1"], ["submit", "mail", "--json"]):
         result = invoke(*args)
         assert result.exit_code == 0, result.output
         assert result.stderr == warning
     assert len(json.loads(ok("ls", "--json"))) == 2  # warned, and done
+    # A worker of other types only (duetime worker app --type other) runs no mail.
+    asyncio.run(run_a_worker(env["url"], env["namespace"], "other"))
+    result = invoke("schedule", "mail", "m0")
+    assert result.exit_code == 0 and result.stderr == warning, result.output
     asyncio.run(run_a_worker(env["url"], env["namespace"]))  # started, and stopped
     for args in (["schedule", "mail", "m2"], ["submit", "mail"]):
         result = invoke(*args)

@@ -91,3 +91,31 @@ def test_each_name_imported_on_first_use_is_there() -> None:
     )
     got = _loaded(code)
     assert {"CalendarInterval", "Rate", "SyncClient", "TypeHistory", "read_history"} <= got
+
+
+#: The most of duetime's own modules ``import duetime`` may load (67 when this bound was
+#: set, down from 90; the standard library's and msgspec's brought the total from 234 to
+#: 208): what a producer needs (the App and its calls, the registry, the store seam), not
+#: the worker, its heartbeat and counters, nor the reading side of telemetry.
+MAX_DUETIME_MODULES_ON_IMPORT = 70
+
+#: What a producer never runs, loaded when a worker is made or a listing is read.
+PRODUCER_NOT_LOADED = (
+    "duetime.worker",  # duetime.Worker and app.worker() import it
+    "duetime.worker.worker",
+    "duetime.worker.runner",
+    "duetime.features.telemetry.heartbeat",
+    "duetime.features.telemetry.counting",
+    "duetime.features.telemetry.presence",  # app.workers() reads it back
+)
+
+
+def test_import_duetime_loads_a_bounded_number_of_its_modules_and_no_worker() -> None:
+    loaded = _loaded("import duetime, json, sys; print(json.dumps(sorted(sys.modules)))")
+    own = sorted(m for m in loaded if m == "duetime" or m.startswith("duetime."))
+    assert len(own) <= MAX_DUETIME_MODULES_ON_IMPORT, own
+    assert not loaded & set(PRODUCER_NOT_LOADED)
+    worker = _loaded(
+        "import duetime, json, sys; duetime.Worker; print(json.dumps(sorted(sys.modules)))"
+    )
+    assert {"duetime.worker.worker", "duetime.worker.runner"} <= worker  # there when asked

@@ -105,7 +105,7 @@ def cron_trigger(name: str, **options: Any) -> None:
     """Run the schedule NAME once now, beside its ticks (which stay as they are): a task of
     its own, ``NAME@<now ms>``, whose id is printed (exit code 3 when there is no such
     schedule)."""
-    target = Target.from_options(options)
+    target = Target.from_options(options, creates=True)
 
     async def call() -> str:
         return await target.app.trigger_cron(name)
@@ -135,7 +135,7 @@ def cron_backfill(name: str, start: datetime, end: datetime, **options: Any) -> 
     ran. A tick still pending from an earlier backfill, or recorded done in the run
     history, is left out, so backfilling a range again runs nothing twice. At most 10,000
     ticks a call; prints how many were scheduled."""
-    target = Target.from_options(options)
+    target = Target.from_options(options, creates=True)
     scheduled = target.run(lambda: target.app.backfill_cron(name, start=start, end=end))
     if target.as_json:
         emit({"name": name, **times("from", start), **times("to", end), "scheduled": scheduled})

@@ -12,7 +12,7 @@ from duetime.cli.target import Target, app_command
 
 
 def _set(task_type: str, paused: bool, options: dict[str, Any]) -> None:
-    target = Target.from_options(options)
+    target = Target.from_options(options, creates=True)
 
     async def call() -> bool:
         await target.adopt(task_type)

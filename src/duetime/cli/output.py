@@ -8,7 +8,7 @@ import dataclasses
 import json
 import shlex
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -108,12 +108,14 @@ def task_line(info: TaskInfo, *, paused: bool = False) -> str:
     )
 
 
-def no_task(task_type: str, task_id: str) -> NotFoundExit:
+def no_task(task_type: str, task_id: str, given: Sequence[str] = ()) -> NotFoundExit:
     """The error for a task that is not in the store (exit code 3): a finished one is in
-    the run history."""
+    the run history, which the command suggested shows when pasted (it carries ``given``,
+    the app or store named on the command line, already quoted)."""
+    where = "".join(f"{arg} " for arg in given)
     return NotFoundExit(
         f"no task {task_type}/{task_id}: not due, running or dead ({NOT_KEPT}; its runs "
-        f"are: duetime history {task_type} {shlex.quote(task_id)})"
+        f"are: duetime history {where}{shlex.quote(task_type)} {shlex.quote(task_id)})"
     )
 
 

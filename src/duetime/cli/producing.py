@@ -101,24 +101,28 @@ def task_fields(
     return {"at": at, "delay": delay, "payload": payload, "every": period, "until": until}
 
 
-async def worker_seen(app: App) -> bool:
-    """Whether a worker ran on the app's store and namespace in the last minute (one read);
-    True when the store cannot tell, so that asking never fails a command."""
+async def worker_seen(app: App, task_type: str) -> bool:
+    """Whether a worker running ``task_type`` ran on the app's store and namespace in the
+    last minute (one read); True when the store cannot tell, so that asking never fails a
+    command."""
     try:
-        return await seen_since(await app.open(), await app.now_ms() - SEEN_WITHIN_MS)
+        store = await app.open()
+        return await seen_since(store, await app.now_ms() - SEEN_WITHIN_MS, task_type)
     except DuetimeError:
         return True
 
 
-def warn_no_worker(app: App) -> None:
-    """Say on stderr that no worker ran on the app's store lately: the task may wait long,
-    and the most common reason is a worker on another store (a relative SQLite path from
-    another working directory), so the store is named in full."""
+def warn_no_worker(app: App, task_type: str) -> None:
+    """Say on stderr that no worker of ``task_type`` ran on the app's store lately: the task
+    may wait long, and the most common reasons are a worker on another store (a relative
+    SQLite path from another working directory), so the store is named in full, and
+    workers of other types only (``--type``)."""
     where = shown_url(app.url)
     if app.namespace != "default":
         where += f" (namespace {app.namespace})"
     click.echo(
-        f"warning: no worker has run on {where} in the last minute: is one running on this store?",
+        f"warning: no worker of {task_type} has run on {where} in the last minute: is one "
+        "running on this store?",
         err=True,
     )
 
@@ -161,7 +165,7 @@ def schedule(
     **options: Any,
 ) -> None:
     """Schedule (or move) a task."""
-    target = Target.from_options(options)
+    target = Target.from_options(options, creates=True)
     fields = task_fields(**options)
     fields["if_exists"] = if_exists
     fields["priority"] = priority
@@ -172,7 +176,7 @@ def schedule(
     async def call() -> tuple[datetime | None, bool]:
         await target.adopt(task_type)
         due = await target.app.schedule(task_type, task_id, **fields)
-        return due, await worker_seen(target.app)
+        return due, await worker_seen(target.app, task_type)
 
     due, seen = target.run(call)
     if target.as_json:
@@ -182,7 +186,7 @@ def schedule(
     else:
         echo(f"{task_type}/{task_id} due {when(due)}")
     if not seen:
-        warn_no_worker(target.app)
+        warn_no_worker(target.app, task_type)
 
 
 @app_command()
@@ -190,13 +194,13 @@ def schedule(
 @task_options
 def submit(task_type: str, **options: Any) -> None:
     """Schedule a new task under an id duetime picks; print the id."""
-    target = Target.from_options(options)
+    target = Target.from_options(options, creates=True)
     fields = task_fields(**options)
 
     async def call() -> tuple[str, bool]:
         await target.adopt(task_type)
         task_id = await target.app.submit(task_type, **fields)
-        return task_id, await worker_seen(target.app)
+        return task_id, await worker_seen(target.app, task_type)
 
     task_id, seen = target.run(call)
     if target.as_json:
@@ -204,4 +208,4 @@ def submit(task_type: str, **options: Any) -> None:
     else:
         echo(task_id)
     if not seen:
-        warn_no_worker(target.app)
+        warn_no_worker(target.app, task_type)

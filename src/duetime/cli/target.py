@@ -10,6 +10,7 @@ import contextlib
 import importlib
 import logging
 import os
+import shlex
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from duetime.app import App
 from duetime.cli.output import BadUsage, NotFoundExit
 from duetime.errors import DuetimeError, NotFound, ValidationError
 from duetime.stores import open_store
+from duetime.validate import check_name
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -199,12 +201,23 @@ class Target:
     app: App
     bare: bool
     as_json: bool
+    #: The arguments that named the app or store on the command line (MODULE:APP, --url,
+    #: --namespace), shell-quoted: what a command suggested in a message must carry to work
+    #: when pasted.
+    given: tuple[str, ...] = ()
 
     @classmethod
     def resolve(
-        cls, app_path: str | None, url: str | None, namespace: str | None, as_json: bool
+        cls,
+        app_path: str | None,
+        url: str | None,
+        namespace: str | None,
+        as_json: bool,
+        creates: bool = False,
     ) -> Target:
-        """The app of the command's options.
+        """The app of the command's options; unless the command ``creates`` (it schedules
+        or writes settings), the app opens only a store that exists (a read of a SQLite file
+        that does not exist fails naming the path, rather than making an empty one).
 
         Raises:
             click.UsageError: both or neither of an app and a URL; click.BadParameter: a bad
@@ -216,27 +229,35 @@ class Target:
             for name in ("url", "namespace")
             if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
         ]
+        named = _named_on_command_line(ctx, app_path, url, namespace)
         if app_path:
             if given:
                 raise click.UsageError(f"give MODULE:APP or {' and '.join(given)}, not both")
-            return cls(load_app(app_path), False, as_json)
+            return cls(_opening(load_app(app_path), creates), False, as_json, named)
         if not url:
             raise click.UsageError("no store: give MODULE:APP, or --url URL (or set DUETIME_URL)")
+        ns = namespace or "default"
         try:
-            app = App(url, namespace=namespace or "default")
-            open_store(app.url, namespace=app.namespace)  # the URL checked, not connected
+            check_name("namespace", ns)
         except DuetimeError as exc:
-            raise click.BadParameter(str(exc), param_hint="--url/--namespace") from None
-        return cls(app, True, as_json)
+            raise click.BadParameter(str(exc), param_hint=_origin(ctx, "namespace")) from None
+        try:
+            app = App(url, namespace=ns)
+            open_store(app.url, namespace=ns)  # the URL checked, not connected
+        except DuetimeError as exc:
+            raise click.BadParameter(str(exc), param_hint=_origin(ctx, "url")) from None
+        return cls(_opening(app, creates), True, as_json, named)
 
     @classmethod
-    def from_options(cls, options: dict[str, Any]) -> Target:
-        """The app of a command's target options, taken out of its ``options``."""
+    def from_options(cls, options: dict[str, Any], *, creates: bool = False) -> Target:
+        """The app of a command's target options, taken out of its ``options`` (see
+        :meth:`resolve` for ``creates``)."""
         return cls.resolve(
             options.pop("app_path"),
             options.pop("url"),
             options.pop("namespace"),
             options.pop("as_json", False),  # a command that prints no result has no --json
+            creates,
         )
 
     async def adopt(self, *names: str) -> None:
@@ -274,6 +295,37 @@ class Target:
             raise refused(exc) from None
         except DuetimeError as exc:
             raise click.ClickException(str(exc)) from None
+
+
+def _origin(ctx: click.Context, name: str) -> str:
+    """How the option ``name`` was given, for an error about its value: ``--url``, or
+    ``DUETIME_URL`` when it came from the environment."""
+    if ctx.get_parameter_source(name) is ParameterSource.ENVIRONMENT:
+        return f"DUETIME_{name.upper()}"
+    return f"--{name}"
+
+
+def _named_on_command_line(
+    ctx: click.Context, app_path: str | None, url: str | None, namespace: str | None
+) -> tuple[str, ...]:
+    """MODULE:APP, ``--url URL`` and ``--namespace NS`` as given on the command line (what
+    came from the environment is left out: it is still there when a suggestion is pasted),
+    quoted for a shell."""
+    named: list[str] = []
+    for name, value, flag in (
+        ("app_path", app_path, ""),
+        ("url", url, "--url"),
+        ("namespace", namespace, "--namespace"),
+    ):
+        if value and ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            named += [flag, shlex.quote(value)] if flag else [shlex.quote(value)]
+    return tuple(named)
+
+
+def _opening(app: App, creates: bool) -> App:
+    if not creates:
+        app.open_existing()
+    return app
 
 
 def refused(exc: ValidationError) -> click.ClickException:

@@ -43,7 +43,7 @@ def show(task_type: str, task_id: str, **options: Any) -> None:
 
     info = target.run(call)
     if info is None:
-        raise no_task(task_type, task_id)
+        raise no_task(task_type, task_id, target.given)
     doc = task_doc(info)
     if target.as_json:
         emit(doc)
@@ -77,7 +77,7 @@ def cancel(
         return await target.app.cancel(task_type, task_id)
 
     if not target.run(call):
-        raise no_task(task_type, task_id)
+        raise no_task(task_type, task_id, target.given)
     if target.as_json:
         emit({"type": task_type, "id": task_id, "cancelled": True})
     else:
@@ -108,7 +108,7 @@ def abort(task_type: str, task_id: str, **options: Any) -> None:
 
     status = target.run(call)
     if status == "not_found":
-        raise no_task(task_type, task_id)
+        raise no_task(task_type, task_id, target.given)
     if target.as_json:
         emit({"type": task_type, "id": task_id, "status": status})
     else:

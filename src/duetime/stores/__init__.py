@@ -37,9 +37,16 @@ def resolve_url(url: str | None) -> str:
 
 
 def open_store(
-    url: str, *, namespace: str, allow_eviction: bool = False, durability: Durability = "local"
+    url: str,
+    *,
+    namespace: str,
+    allow_eviction: bool = False,
+    durability: Durability = "local",
+    create: bool = True,
 ) -> Store:
-    """A store object for ``url`` (not yet opened), picked by the URL's scheme.
+    """A store object for ``url`` (not yet opened), picked by the URL's scheme; with
+    ``create`` off, opening it does not create a SQLite file that does not exist (it fails,
+    naming the path): for reads, which must not leave an empty database behind a typo.
 
     Raises:
         ConfigError: an unknown scheme, or a durability the store cannot give.
@@ -59,12 +66,31 @@ def open_store(
             f"{redact(url)!r} has none"
         )
     if scheme == "sqlite":
+        from dataclasses import replace
+
         from duetime.stores.sqlite.store import SqliteStore, parse_sqlite_url
 
-        return SqliteStore(parse_sqlite_url(url, namespace=namespace))
+        return SqliteStore(replace(parse_sqlite_url(url, namespace=namespace), create=create))
     if scheme in POSTGRES_SCHEMES:
         return _postgres(url, namespace)
-    raise ConfigError(
+    raise _unknown_scheme(url)
+
+
+def check_scheme(url: str) -> str:
+    """``url``, if its scheme names a store duetime has (nothing is imported or parsed
+    beyond the scheme): what ``App(url)`` checks as it is made.
+
+    Raises:
+        ConfigError: an unknown scheme (``redsi://``), named with the schemes there are.
+    """
+    if urlsplit(url).scheme.lower() not in (*REDIS_SCHEMES, *POSTGRES_SCHEMES, "sqlite"):
+        raise _unknown_scheme(url)
+    return url
+
+
+def _unknown_scheme(url: str) -> ConfigError:
+    scheme = urlsplit(url).scheme.lower()
+    return ConfigError(
         f"unknown store URL scheme {scheme or '(none)'!r} in {redact(url)!r}: use redis://, "
         "rediss://, unix://, redis+sentinel://, redis+cluster://, postgresql:// or "
         "sqlite:///path"

@@ -20,11 +20,10 @@ class Telemetry(Protocol):
 
     async def beat(self, worker_id: str, record: str, until_ms: int, now_ms: int) -> None:
         """Write the worker's record (JSON), live until ``until_ms`` unless written again;
-        forget records that lapsed before ``now_ms``."""
-        ...
-
-    async def leave(self, worker_id: str) -> None:
-        """Forget the worker's record (it stopped). Safe to call twice."""
+        forget records that lapsed before ``now_ms``. A worker that stops writes its record
+        once more, lapsed (``until_ms`` in the past): it is no longer live, yet still tells
+        that a worker ran a moment ago, until a beat forgets it; nothing removes a record
+        otherwise."""
         ...
 
     async def workers(self, now_ms: int) -> list[str]:

@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from duetime.errors import ValidationError
-from duetime.features.telemetry.presence import WorkerInfo, read_workers
 from duetime.registry import AppSide
 from duetime.validate import check_int
 
 if TYPE_CHECKING:
     from duetime.features.telemetry.history import TypeHistory
+    from duetime.features.telemetry.presence import WorkerInfo
 
 
 class WatchCalls:
@@ -20,6 +20,8 @@ class WatchCalls:
     async def workers(self: AppSide) -> list[WorkerInfo]:
         """The workers of this namespace alive now, on any machine, from their heartbeat
         records in the store (one lapses 15 s after its worker's last beat)."""
+        from duetime.features.telemetry.presence import read_workers  # the reading side
+
         return await read_workers(await self.open(), await self.now_ms())
 
     async def recent(self: AppSide, minutes: int = 60) -> dict[str, TypeHistory]:

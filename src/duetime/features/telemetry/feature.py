@@ -8,8 +8,6 @@ from typing import Any
 
 from duetime.events import Listener
 from duetime.features.base import Feature, WorkerRun
-from duetime.features.telemetry.counting import MinuteCounter
-from duetime.features.telemetry.heartbeat import Heartbeat
 from duetime.stores.capabilities import TELEMETRY, Capability
 from duetime.version import VERSION
 
@@ -24,4 +22,8 @@ class TelemetryFeature(Feature):
     async def start(self, run: WorkerRun) -> Sequence[Listener]:
         if not run.monitored:
             return ()
+        # Imported here: a producer (``import duetime``) never beats nor counts.
+        from duetime.features.telemetry.counting import MinuteCounter
+        from duetime.features.telemetry.heartbeat import Heartbeat
+
         return [Heartbeat(run, VERSION), MinuteCounter()]

@@ -61,12 +61,22 @@ async def read_workers(store: Store, now_ms: int) -> list[WorkerInfo]:
     return found
 
 
-async def seen_since(store: Store, since_ms: int) -> bool:
-    """Whether a worker of the store's namespace was live at some moment since
-    ``since_ms``: its record lapses LAPSE_SECONDS after its last beat, or when it stops
-    (:class:`~duetime.features.telemetry.heartbeat.Heartbeat`), and stays readable as
-    lapsed until the next beat of any worker forgets it. One read."""
-    return bool(await use(store, TELEMETRY).telemetry.workers(since_ms))
+async def seen_since(store: Store, since_ms: int, task_type: str | None = None) -> bool:
+    """Whether a worker of the store's namespace that runs ``task_type`` (any worker, when
+    None) was live at some moment since ``since_ms``: its record lapses LAPSE_SECONDS after
+    its last beat, or when it stops (:class:`~duetime.features.telemetry.heartbeat.Heartbeat`),
+    and stays readable as lapsed until the next beat of any worker forgets it. A worker of
+    other types (``duetime worker app --type other``) does not count. One read."""
+    for raw in await use(store, TELEMETRY).telemetry.workers(since_ms):
+        if task_type is None:
+            return True
+        try:
+            types = json.loads(raw)["types"]
+        except (ValueError, KeyError, TypeError):
+            continue  # unreadable: read_workers warns about it
+        if isinstance(types, list) and task_type in types:
+            return True
+    return False
 
 
 def _info(doc: dict[str, Any]) -> WorkerInfo:

@@ -56,7 +56,6 @@ class Queries(NamedTuple):
     schedule_names: bytes
     task_types: bytes
     beat: bytes
-    leave: bytes
     live_workers: bytes
     add_counts: bytes
     read_counts: bytes

@@ -32,9 +32,6 @@ class PostgresTelemetry:
         params = {"namespace": self._ns, "id": worker_id, "record": record}
         await self._execute("beat", Q.beat, {**params, "until_ms": until_ms, "now_ms": now_ms})
 
-    async def leave(self, worker_id: str) -> None:
-        await self._execute("leave", Q.leave, {"namespace": self._ns, "id": worker_id})
-
     async def workers(self, now_ms: int) -> list[str]:
         rows = await self._execute(
             "workers", Q.live_workers, {"namespace": self._ns, "now_ms": now_ms}

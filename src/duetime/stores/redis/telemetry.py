@@ -27,9 +27,6 @@ class RedisTelemetry:
     async def beat(self, worker_id: str, record: str, until_ms: int, now_ms: int) -> None:
         await self._run("beat", self._workers, [worker_id, record, until_ms, now_ms])
 
-    async def leave(self, worker_id: str) -> None:
-        await self._run("beat", self._workers, [worker_id, "", 0, 0])
-
     async def workers(self, now_ms: int) -> list[str]:
         return [wire.text(r) for r in await self._run("live_workers", self._workers, [now_ms])]
 

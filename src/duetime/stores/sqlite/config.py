@@ -40,6 +40,9 @@ class SqliteConfig:
         busy_timeout_ms: how long a write waits for the lock held by another connection
             before failing with :class:`~duetime.errors.StoreUnavailable`.
         url: the URL it was parsed from (empty when made by hand).
+        create: whether opening may create the file; when not (a read: the CLI's and the
+            dashboard's), a file that does not exist is a ConfigError naming its path,
+            rather than an empty database made where a typo pointed.
     """
 
     path: Path
@@ -47,6 +50,7 @@ class SqliteConfig:
     synchronous: Synchronous = DEFAULT_SYNCHRONOUS
     busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS
     url: str = ""
+    create: bool = True
 
 
 def parse_sqlite_url(url: str, *, namespace: str) -> SqliteConfig:

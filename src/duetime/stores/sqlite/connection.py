@@ -140,7 +140,8 @@ class Database:
 
     @classmethod
     def open(cls, config: SqliteConfig) -> Database:
-        """Open (or create) the file, set its pragmas and bring its schema up to date."""
+        """Open (or create, unless ``config.create`` is off) the file, set its pragmas and
+        bring its schema up to date."""
         if sqlite3.sqlite_version_info < MIN_SQLITE:
             raise ConfigError(
                 f"SQLite {sqlite3.sqlite_version} is too old: duetime needs "
@@ -151,6 +152,12 @@ class Database:
             check_json(memory)
         finally:
             memory.close()
+        if not config.create and not config.path.exists():
+            raise ConfigError(
+                f"no SQLite database at {config.path}: the file does not exist (a read "
+                "does not create it; check the path and the working directory, or start a "
+                "worker or schedule a task to create it)"
+            )
         try:
             conn = connect(config.path)
         except sqlite3.Error as exc:

@@ -23,16 +23,10 @@ class SqliteTelemetry:
 
     async def beat(self, worker_id: str, record: str, until_ms: int, now_ms: int) -> None:
         def beat(conn: sqlite3.Connection) -> None:
-            conn.execute(Q.forget_workers, (self._ns, "", now_ms))
+            conn.execute(Q.forget_workers, (self._ns, now_ms))
             conn.execute(Q.beat, (self._ns, worker_id, record, until_ms))
 
         await self._write("beat", beat)
-
-    async def leave(self, worker_id: str) -> None:
-        def leave(conn: sqlite3.Connection) -> None:
-            conn.execute(Q.forget_workers, (self._ns, worker_id, 0))
-
-        await self._write("leave", leave)
 
     async def workers(self, now_ms: int) -> list[str]:
         def workers(conn: sqlite3.Connection) -> list[str]:
