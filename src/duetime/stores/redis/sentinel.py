@@ -90,7 +90,9 @@ def parse_sentinel_url(url: str) -> SentinelURL:
         options.setdefault("db", path[1])
     data = userinfo(username, password)
     tls = parts.scheme.lower().startswith("rediss")
-    data.update(read_options(options, tls=tls, tls_needs="rediss+sentinel://"))
+    theirs = "; the sentinels' own: sentinel_username, sentinel_password, sentinel_ssl"
+    theirs += " (and with it the sentinel_ssl_* ones)"
+    data.update(read_options(options, tls=tls, tls_needs="rediss+sentinel://", others=theirs))
     sentinel_tls = flag("sentinel_ssl", ours.pop("sentinel_ssl", "false"))
     watchers = read_options(
         ours,

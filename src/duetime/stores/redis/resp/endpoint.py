@@ -142,10 +142,12 @@ def read_options(
     allowed: tuple[str, ...] = OPTIONS,
     prefix: str = "",
     tls_needs: str = "rediss://",
+    others: str = "",
 ) -> dict[str, object]:
     """The Endpoint fields that a URL's ``options`` give (``tls``: TLS on, with the ssl_*
-    options; ``prefix``, which every option here starts with, as ``sentinel_``): the one
-    reader of every kind of Redis URL's options (:mod:`..topology`, :mod:`..sentinel`).
+    options; ``prefix``, which every option here starts with, as ``sentinel_``; ``others``,
+    the URL's other options, for the message): the one reader of every kind of Redis URL's
+    options (:mod:`..topology`, :mod:`..sentinel`).
 
     Raises:
         ConfigError: an option unknown, refused where it is, or of a bad value, by name.
@@ -168,7 +170,7 @@ def read_options(
             names = ", ".join(prefix + name for name in (*allowed, *TLS_OPTIONS))
             raise ConfigError(
                 f"unknown option {prefix + key!r} in the Redis URL: duetime takes {names} "
-                f"(the {prefix}ssl_* ones with {tls_needs})"
+                f"(the {prefix}ssl_* ones with {tls_needs}){others}"
             )
     if tls:
         found["tls"] = _tls(plain, prefix)
