@@ -13,7 +13,6 @@ from typing import Any, Protocol
 
 from duetime.stores.redis import scripts
 from duetime.stores.redis.resp import commands as resp
-from duetime.stores.redis.resp.client import RespClient
 from duetime.stores.redis.server import parse_info
 
 
@@ -56,15 +55,9 @@ class RedisCalls(Protocol):
     async def aclose(self) -> None: ...
 
 
-class ServerCalls:
-    """:class:`RedisCalls` on duetime's own client: one server, or behind Sentinel."""
-
-    def __init__(self, link: RespClient, replicas: tuple[int, int] | None = None) -> None:
-        self.link = link
-        self._scripts = scripts.ScriptRunner(link, replicas)
-
-    async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        return await self._scripts.run(name, keys, args)
+class ServerCalls(scripts.ScriptRunner):
+    """:class:`RedisCalls` on duetime's own client: one server, or behind Sentinel. The
+    scripts are the runner's own :meth:`run` (no call between: it is a worker's path)."""
 
     async def call(self, *args: Any) -> Any:
         return await self.link.call(*args)

@@ -89,9 +89,10 @@ def connect_cluster(url: str, **options: Any) -> RedisCluster:
 
 async def open_cluster(
     url: str, *, allow_eviction: bool, durability: str, replica_wait_ms: int
-) -> tuple[RedisCluster, ClusterScriptRunner, list[str]]:
+) -> tuple[RedisCluster, tuple[int, int] | None, list[str]]:
     """Connect to the cluster and check every primary as one server is checked; the client,
-    its script runner, and the warnings about durability.
+    the WAIT its scripts' writes take (replicas, timeout ms) if any, and the warnings
+    about durability.
 
     Raises:
         ConfigError: a primary too old or evicting keys.
@@ -111,7 +112,7 @@ async def open_cluster(
         await client.aclose()
         raise
     replicas = (1, replica_wait_ms) if durability == "replicated" else None
-    return client, ClusterScriptRunner(client, replicas), list(warnings)
+    return client, replicas, list(warnings)
 
 
 async def _replication_warnings(client: RedisCluster) -> list[str]:

@@ -12,16 +12,10 @@ from duetime.stores.redis.cluster import ClusterScriptRunner
 from duetime.stores.redis.server import per_node
 
 
-class ClusterCalls:
+class ClusterCalls(ClusterScriptRunner):
     """:class:`.calls.RedisCalls` on a Redis Cluster: each command goes to the primary of
-    its keys' slot; a pipeline's commands share that slot (``WAIT`` goes with them)."""
-
-    def __init__(self, client: RedisCluster, runner: ClusterScriptRunner) -> None:
-        self.client = client
-        self._scripts = runner
-
-    async def run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        return await self._scripts.run(name, keys, args)
+    its keys' slot; a pipeline's commands share that slot (``WAIT`` goes with them). The
+    scripts are the runner's own :meth:`run`."""
 
     async def call(self, *args: Any) -> Any:
         return await self.client.execute_command(*args)

@@ -159,14 +159,14 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
             from duetime.stores.redis import cluster as cluster_store  # redis-py's client
             from duetime.stores.redis.clustercalls import ClusterCalls
 
-            cluster, runner, self._warnings = await cluster_store.open_cluster(
+            cluster, replicas, self._warnings = await cluster_store.open_cluster(
                 config.url,
                 allow_eviction=config.allow_eviction,
                 durability=config.durability,
                 replica_wait_ms=REPLICA_WAIT_MS,
             )
             self._client = cluster
-            self._calls = ClusterCalls(cluster, runner)
+            self._calls = ClusterCalls(cluster, replicas)
             return
         link = RespClient(source_for(config.url))
         self._warnings = await open_server(link, config.allow_eviction, self._replicas)
