@@ -52,6 +52,48 @@ asyncio.run(main(sys.argv[1]))
 """
 
 
+#: A worker with every feature a Redis worker's own path serves: a named cron schedule (its
+#: name kept in the namespace's index), an expiring group and a poller, and a paused type
+#: (the namespace's index of gates).
+FULL_WORKER = """
+import asyncio, json, sys
+from datetime import timedelta
+import duetime
+
+async def main(url):
+    app = duetime.App(url)
+    ran = []
+
+    @app.task("mail")
+    async def mail(payload):
+        ran.append(payload)
+
+    @app.cron("0 0 1 1 *", name="yearly")
+    async def yearly(ctx):
+        pass
+
+    cache = app.expiring("pending", ttl=timedelta(minutes=5))
+
+    @cache.on_expire
+    async def flush(key, value):
+        pass
+
+    @app.poller("find", concurrency=1)
+    async def find(ctx):
+        return []
+
+    async with app:
+        await cache.put("k", 1)
+        await app.schedule("mail", "a", payload={"to": "x"})
+        await app.serve(burst=True)
+        assert "yearly" in {c.name for c in await app.crons()}
+    assert ran == [{"to": "x"}], ran
+    print(json.dumps(sorted(sys.modules)))
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
 def _loaded(code: str, *args: str) -> set[str]:
     out = subprocess.run(
         [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True, timeout=60
@@ -80,6 +122,48 @@ def test_a_redis_worker_loads_no_redis_py(redis_url: str) -> None:
     assert "duetime.worker.hot" in loaded
     assert "duetime.stores.redis.resp.client" in loaded
     assert not loaded & {*NOT_LOADED, "redis", "psycopg", "importlib.resources"}
+
+
+def test_a_redis_worker_with_crons_expiring_groups_and_pollers_loads_no_redis_py(
+    redis_url: str,
+) -> None:
+    """The cron names' index, the gates' and the listings go through duetime's own client
+    too: redis-py loads only for a Cluster."""
+    loaded = _loaded(FULL_WORKER, redis_url)
+    assert "duetime.features.cron.manage" in loaded  # the features did load
+    assert "duetime.features.pollers.poller" in loaded
+    assert "redis" not in loaded
+
+
+#: The CLI's reads and writes of the tools, run in one process.
+CLI = """
+import json, sys
+from click.testing import CliRunner
+from duetime.cli import main
+
+where = ["--url", sys.argv[1], "--namespace", sys.argv[2]]
+runner = CliRunner()
+for args in (
+    ["schedule", *where, "mail", "a", "--payload", "{}"],
+    ["ls", *where, "mail"],
+    ["stats", *where],
+    ["pause", *where, "mail"],
+    ["resume", *where, "mail"],
+    ["cron", *where],
+    ["history", *where, "mail"],
+):
+    result = runner.invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 0, (args, result.output)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_cli_on_one_redis_server_loads_no_redis_py(redis_url: str, namespace: str) -> None:
+    """The listings, counts, gates, cron index and history the tools read go through
+    duetime's own client."""
+    loaded = _loaded(CLI, redis_url, namespace)
+    assert "duetime.cli" in loaded
+    assert "redis" not in loaded
 
 
 def test_each_name_imported_on_first_use_is_there() -> None:

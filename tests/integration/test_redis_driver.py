@@ -1,7 +1,7 @@
 """Every connection duetime opens to Redis names itself to the server as duetime's
 (``CLIENT SETINFO``, seen in ``CLIENT LIST`` on Redis 7.2 and later): duetime's own client
 as ``lib-name=duetime``, in the round trip that introduces a connection (an older server
-refuses it, which is ignored); redis-py's (the listings', a cluster's, the sentinels') as
+refuses it, which is ignored); redis-py's (a cluster's) as
 ``lib-name=redis-py(duetime_v<version>)``, a name that, given, spares each new connection
 redis-py's look-up of its own version."""
 
@@ -13,10 +13,9 @@ import redis
 
 import duetime
 from duetime.stores.redis.cluster import connect_cluster
-from duetime.stores.redis.redispy import connect
 from duetime.stores.redis.resp.client import Fixed, RespClient
 from duetime.stores.redis.resp.endpoint import parse_url
-from tests.servers import RedisCluster, RedisServer, SentinelGroup
+from tests.servers import RedisCluster, RedisServer
 
 NAME = f"redis-py(duetime_v{duetime.__version__})"
 
@@ -63,15 +62,6 @@ async def test_duetimes_own_connections_name_duetime(redis_server: RedisServer) 
     assert setinfo + b"$7\r\nLIB-VER\r\n" + f"${len(duetime.__version__)}".encode() in sent
 
 
-async def test_the_listings_connection_to_one_server_names_duetime(redis_url: str) -> None:
-    client = connect(redis_url)
-    try:
-        assert await client.ping()
-        assert _named(client.connection_pool.connection_kwargs) == (NAME, redis.__version__)
-    finally:
-        await client.aclose()
-
-
 async def test_the_connections_to_a_cluster_name_duetime(redis_cluster: RedisCluster) -> None:
     client = connect_cluster(redis_cluster.cluster_url)
     try:
@@ -79,19 +69,5 @@ async def test_the_connections_to_a_cluster_name_duetime(redis_cluster: RedisClu
         assert _named(client.connection_kwargs) == (NAME, redis.__version__)
         for node in client.get_nodes():
             assert _named(node.connection_kwargs) == (NAME, redis.__version__)
-    finally:
-        await client.aclose()
-
-
-async def test_the_connections_to_the_sentinels_and_the_primary_name_duetime(
-    sentinel_group: SentinelGroup,
-) -> None:
-    client = connect(sentinel_group.sentinel_url)
-    try:
-        assert await client.ping()
-        pool = client.connection_pool
-        assert _named(pool.connection_kwargs) == (NAME, redis.__version__)
-        for sentinel in pool.sentinel_manager.sentinels:  # type: ignore[attr-defined]
-            assert _named(sentinel.connection_pool.connection_kwargs) == (NAME, redis.__version__)
     finally:
         await client.aclose()

@@ -5,7 +5,7 @@ events and the index of schedule names."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol
 
 from duetime.errors import ConfigError
 from duetime.stores import wire
@@ -25,7 +25,9 @@ from duetime.stores.redis.keys import (
 from duetime.stores.redis.resp.client import RespClient, Source
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from redis.asyncio.cluster import RedisCluster
+
+    from duetime.stores.redis.calls import RedisCalls
 
 #: How long a conditional write's reply is kept for a resend of the call (the script runner
 #: resends within a few seconds), as a claim's is.
@@ -53,7 +55,10 @@ class _Core(Protocol):
     _replicas: tuple[int, int] | None
 
     @property
-    def client(self) -> Redis: ...
+    def calls(self) -> RedisCalls: ...
+
+    @property
+    def cluster_client(self) -> RedisCluster: ...
 
     def keys(self, task_type: str) -> TypeKeys: ...
 
@@ -119,7 +124,7 @@ class RedisCapabilities:
         if self._cluster:
             from duetime.stores.redis import cluster as cluster_store
 
-            return await cluster_store.enable_key_events(cast(Any, self.client))
+            return await cluster_store.enable_key_events(self.cluster_client)
         return await keyevents.enable(self.link)
 
     async def key_expiries(self: _Core, db: int, on_key: Callable[[str], None]) -> None:
@@ -127,7 +132,7 @@ class RedisCapabilities:
         if self._cluster:
             from duetime.stores.redis import cluster as cluster_store
 
-            return await cluster_store.key_expiries(cast(Any, self.client), channel, on_key, what)
+            return await cluster_store.key_expiries(self.cluster_client, channel, on_key, what)
         on_message = lambda data: on_key(wire.text(data))  # noqa: E731
         await wake.subscribe(self.source, channel, on_message, what=what)
 
@@ -149,13 +154,13 @@ class RedisCapabilities:
     async def add_schedule_name(self: _Core, name: str, task_type: str) -> str:
         async with errors("add_schedule_name"):
             return await names.add(
-                self.client, self.config.namespace, name, task_type, self._replicas
+                self.calls, self.config.namespace, name, task_type, self._replicas
             )
 
     async def remove_schedule_name(self: _Core, name: str) -> None:
         async with errors("remove_schedule_name"):
-            await names.remove(self.client, self.config.namespace, name, self._replicas)
+            await names.remove(self.calls, self.config.namespace, name, self._replicas)
 
     async def schedule_names(self: _Core) -> dict[str, str]:
         async with errors("schedule_names"):
-            return await names.read(self.client, self.config.namespace)
+            return await names.read(self.calls, self.config.namespace)

@@ -31,8 +31,14 @@ from duetime.stores.redis import keyevents, wake
 from duetime.stores.redis.connection import errors, raised_in_driver
 from duetime.stores.redis.keys import shard_wake_channel
 from duetime.stores.redis.redispy import driver_info
-from duetime.stores.redis.resp.client import Fixed, RespClient
-from duetime.stores.redis.resp.endpoint import TLS, Endpoint
+from duetime.stores.redis.resp.client import (
+    RETRY_CAP_SECONDS,
+    RETRY_FIRST_SECONDS,
+    SEND_TRIES,
+    Fixed,
+    RespClient,
+)
+from duetime.stores.redis.resp.endpoint import Endpoint
 from duetime.stores.redis.scripts import (
     READ_ONLY,
     SCRIPTS,
@@ -41,7 +47,7 @@ from duetime.stores.redis.scripts import (
     check_reply,
 )
 from duetime.stores.redis.server import check_server, per_node, replication_problems
-from duetime.stores.redis.topology import parse_cluster_url
+from duetime.stores.redis.topology import parse_cluster_url, tls_of
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +57,9 @@ SHARDED_POLL_SECONDS = 0.5
 #: How often a listener of key expiry events reads the cluster's primaries again (a replica
 #: promoted since publishes the expiries of its slots).
 TOPOLOGY_SECONDS = 5.0
-#: How often the client tries a command again on a connection error or a moved slot.
-CLUSTER_RETRIES = 8
+#: How often the client tries a command again on a connection error or a moved slot, and
+#: its waits: the one retry policy, duetime's own client's (.resp.client).
+CLUSTER_RETRIES = SEND_TRIES
 
 
 def connect_cluster(url: str, **options: Any) -> RedisCluster:
@@ -65,7 +72,8 @@ def connect_cluster(url: str, **options: Any) -> RedisCluster:
     options.pop("health_check_interval", None)
     # Retries on a dropped connection or a moved slot (after which the client reads the
     # topology again); the scripts are safe to send twice.
-    retry = Retry(ExponentialWithJitterBackoff(base=0.02, cap=1.0), CLUSTER_RETRIES)
+    backoff = ExponentialWithJitterBackoff(base=RETRY_FIRST_SECONDS, cap=RETRY_CAP_SECONDS)
+    retry = Retry(backoff, CLUSTER_RETRIES)
     options["retry"] = retry
     options.setdefault("driver_info", driver_info())
     # reinitialize_steps=0: a MOVED reply updates that slot's node, and never makes the
@@ -81,9 +89,10 @@ def connect_cluster(url: str, **options: Any) -> RedisCluster:
 
 async def open_cluster(
     url: str, *, allow_eviction: bool, durability: str, replica_wait_ms: int
-) -> tuple[RedisCluster, ClusterScriptRunner, list[str]]:
+) -> tuple[RedisCluster, tuple[int, int] | None, list[str]]:
     """Connect to the cluster and check every primary as one server is checked; the client,
-    its script runner, and the warnings about durability.
+    the WAIT its scripts' writes take (replicas, timeout ms) if any, and the warnings
+    about durability.
 
     Raises:
         ConfigError: a primary too old or evicting keys.
@@ -103,7 +112,7 @@ async def open_cluster(
         await client.aclose()
         raise
     replicas = (1, replica_wait_ms) if durability == "replicated" else None
-    return client, ClusterScriptRunner(client, replicas), list(warnings)
+    return client, replicas, list(warnings)
 
 
 async def _replication_warnings(client: RedisCluster) -> list[str]:
@@ -150,7 +159,7 @@ class ClusterScriptRunner:
                     raise
                 if attempt == CLUSTER_RETRIES:
                     raise StoreUnavailable(f"Redis Cluster unavailable: {exc!r}") from exc
-                await asyncio.sleep(backoff_delay(attempt, 0.02, 1.0))
+                await asyncio.sleep(backoff_delay(attempt, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS))
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _send(self, script: Script, keys: list[str], values: list[Any]) -> Any:
@@ -184,7 +193,7 @@ class ClusterScriptRunner:
             attempt += 1
             if isinstance(reply, _MOVED) and attempt < CLUSTER_RETRIES:
                 # The slot moved or its node is gone: read the topology again.
-                await asyncio.sleep(backoff_delay(attempt, 0.02, 1.0))
+                await asyncio.sleep(backoff_delay(attempt, RETRY_FIRST_SECONDS, RETRY_CAP_SECONDS))
                 with contextlib.suppress(rexc.RedisError, OSError):
                     await self.client.nodes_manager.initialize()
                 continue
@@ -275,7 +284,7 @@ def _node_endpoint(client: RedisCluster, host: str, port: int) -> Endpoint:
         port=port,
         username=kwargs.get("username"),
         password=kwargs.get("password"),
-        tls=TLS() if kwargs.get("ssl") else None,
+        tls=tls_of(kwargs),
     )
 
 

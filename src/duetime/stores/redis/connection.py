@@ -1,5 +1,5 @@
 """The Redis store's connection settings, and the one map of its clients' exceptions
-(duetime's own, :mod:`.resp`, and redis-py's, :mod:`.redispy`) to duetime's."""
+(duetime's own, :mod:`.resp`, and redis-py's cluster client, :mod:`.cluster`) to duetime's."""
 
 from __future__ import annotations
 

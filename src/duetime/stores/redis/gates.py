@@ -13,7 +13,7 @@ from duetime.stores.redis.connection import RedisConfig, errors
 from duetime.stores.redis.keys import TypeKeys, paused_index
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from duetime.stores.redis.calls import RedisCalls
 
 
 class _Core(Protocol):
@@ -23,7 +23,7 @@ class _Core(Protocol):
     _replicas: tuple[int, int] | None
 
     @property
-    def client(self) -> Redis: ...
+    def calls(self) -> RedisCalls: ...
 
     def keys(self, task_type: str) -> TypeKeys: ...
 
@@ -46,22 +46,22 @@ class RedisGates:
         index = paused_index(self.config.namespace)
         if paused:
             async with errors("set_paused"):
-                await names.write(self.client, self._replicas, ("SADD", index, task_type))
+                await names.write(self.calls, self._replicas, ("SADD", index, task_type))
         args = ["1" if paused else "0", self._wake(task_type), task_type, 0]
         changed = (await self._run("pause", [self.keys(task_type).gate], args))[0]
         if not paused:
             async with errors("set_paused"):
-                await names.write(self.client, self._replicas, ("SREM", index, task_type))
+                await names.write(self.calls, self._replicas, ("SREM", index, task_type))
         return bool(changed)
 
     async def paused_types(self: _Core) -> list[str]:
         async with errors("paused_types"):
             index = paused_index(self.config.namespace)
-            listed = [wire.text(t) for t in await self.client.smembers(index)]
+            listed = [wire.text(t) for t in await self.calls.smembers(index)]
             # A gate key another program made something else is not paused: that read
             # fails alone (WRONGTYPE), and the listing goes on.
             flags = await asyncio.gather(
-                *(self.client.hget(self.keys(t).gate, "paused") for t in listed),
+                *(self.calls.call("HGET", self.keys(t).gate, "paused") for t in listed),
                 return_exceptions=True,
             )
         return sorted(t for t, flag in zip(listed, flags, strict=True) if flag == b"1")

@@ -10,11 +10,11 @@ from duetime.stores import wire
 from duetime.stores.redis.keys import cron_index
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
+    from duetime.stores.redis.calls import RedisCalls
 
 
 async def add(
-    client: Redis, namespace: str, name: str, task_type: str, replicas: tuple[int, int] | None
+    client: RedisCalls, namespace: str, name: str, task_type: str, replicas: tuple[int, int] | None
 ) -> str:
     """Give ``name`` to ``task_type`` unless it is taken; the type it belongs to."""
     index = cron_index(namespace)
@@ -23,33 +23,32 @@ async def add(
 
 
 async def remove(
-    client: Redis, namespace: str, name: str, replicas: tuple[int, int] | None
+    client: RedisCalls, namespace: str, name: str, replicas: tuple[int, int] | None
 ) -> None:
     """Forget ``name``."""
     await write(client, replicas, ("HDEL", cron_index(namespace), name))
 
 
-async def read(client: Redis, namespace: str) -> dict[str, str]:
+async def read(client: RedisCalls, namespace: str) -> dict[str, str]:
     """Every name, with its task type."""
     found = await client.hgetall(cron_index(namespace))
     return {wire.text(name): wire.text(owner) for name, owner in found.items()}
 
 
 async def write(
-    client: Redis,
+    client: RedisCalls,
     replicas: tuple[int, int] | None,
     command: tuple[Any, ...],
     then_read: tuple[str, str] | None = None,
 ) -> list[Any]:
     """``command``, then an HGET of ``then_read``, then (replicated durability) ``WAIT
     replicas timeout``, on one connection."""
-    async with client.pipeline(transaction=False) as pipe:
-        pipe.execute_command(*command)
-        if then_read is not None:
-            pipe.hget(*then_read)
-        if replicas is not None:
-            pipe.execute_command("WAIT", *replicas)
-        replies: list[Any] = await pipe.execute()
+    commands: list[tuple[Any, ...]] = [command]
+    if then_read is not None:
+        commands.append(("HGET", *then_read))
+    if replicas is not None:
+        commands.append(("WAIT", *replicas))
+    replies = await client.pipeline(commands)
     if replicas is not None and replies[-1] < replicas[0]:
         raise StoreUnavailable("no replica acknowledged the write: durability='replicated'")
     return replies

@@ -1,25 +1,39 @@
 """Redis behind Sentinel: the ``redis+sentinel://`` URL, and where its primary is now.
 
-    redis+sentinel://[[user]:password@]host:port[,host:port...]/<service>[/<db>][?sentinel_password=...]
+    redis+sentinel://[[user]:password@]host:port[,host:port...]/<service>[/<db>][?option=value&...]
 
-The password is the data nodes' (the primary's and replicas'); sentinels that require one
-of their own take ``sentinel_password``. ``rediss+sentinel://`` speaks TLS to the data
-nodes. :class:`SentinelSource` asks the sentinels where the primary is when a connection is
-to be made after a lost one; a connection to a primary that was demoted (it answers
-READONLY) is dropped, and the call sent again to the new primary
-(:mod:`.resp.client`). A sentinel in the middle of a failover of the service is not asked.
-The listings' redis-py client follows the primary alike (:mod:`.redispy`).
+The user and password are the data nodes' (the primary's and replicas'), and so are the
+options of a plain URL (:mod:`.resp.endpoint`): ``db``, ``username``, ``password``,
+``socket_connect_timeout`` and, with ``rediss+sentinel://`` (TLS to the data nodes),
+``ssl_cert_reqs``, ``ssl_ca_certs``, ``ssl_ca_path``, ``ssl_certfile``, ``ssl_keyfile``,
+``ssl_check_hostname``. The sentinels take their own: ``sentinel_username``,
+``sentinel_password``, and ``sentinel_ssl=true`` (TLS to the sentinels) with the same
+``sentinel_ssl_*`` options. Any other option is refused, by name.
+
+:class:`SentinelSource` asks the sentinels where the primary is when a connection is to be
+made after a lost one; a connection to a primary that was demoted (it answers READONLY) is
+dropped, and the call sent again to the new primary (:mod:`.resp.client`). A sentinel in
+the middle of a failover of the service is not asked. This is duetime's one Sentinel
+discovery: every call behind Sentinel goes through duetime's own client.
 """
 
 from __future__ import annotations
 
 import asyncio
 from typing import NamedTuple
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 from duetime.errors import ConfigError
 from duetime.stores.redis.resp.connection import connect, pack
-from duetime.stores.redis.resp.endpoint import TLS, Endpoint
+from duetime.stores.redis.resp.endpoint import (
+    CONNECT_SECONDS,
+    TLS,
+    Endpoint,
+    flag,
+    query,
+    read_options,
+    userinfo,
+)
 from duetime.stores.redis.resp.errors import ConnectionLost, ReplyError
 
 SCHEMES = ("redis+sentinel", "rediss+sentinel")
@@ -41,7 +55,11 @@ class SentinelURL(NamedTuple):
     username: str | None = None
     password: str | None = None
     sentinel_password: str | None = None
-    tls: bool = False
+    #: TLS to the data nodes (``rediss+sentinel://``), to the sentinels (``sentinel_ssl``).
+    tls: TLS | None = None
+    sentinel_username: str | None = None
+    sentinel_tls: TLS | None = None
+    connect_timeout: float = CONNECT_SECONDS
 
 
 def parse_sentinel_url(url: str) -> SentinelURL:
@@ -51,8 +69,8 @@ def parse_sentinel_url(url: str) -> SentinelURL:
         ConfigError: naming what is wrong with it (the password is never shown).
     """
     parts = urlsplit(url)
-    userinfo, _, hosts = parts.netloc.rpartition("@")
-    username, _, password = userinfo.partition(":")
+    credentials, _, hosts = parts.netloc.rpartition("@")
+    username, _, password = credentials.partition(":")
     sentinels = tuple(_host_port(h) for h in hosts.split(",") if h)
     if not sentinels:
         raise ConfigError("a redis+sentinel:// URL names at least one sentinel, host:port")
@@ -62,23 +80,38 @@ def parse_sentinel_url(url: str) -> SentinelURL:
             "a redis+sentinel:// URL ends with /<service name> or /<service name>/<db>, "
             "e.g. redis+sentinel://sentinel-a:26379,sentinel-b:26379/mymaster/0"
         )
-    db = 0
+    options = query(parts.query)
+    ours = {k: options.pop(k) for k in list(options) if k.startswith("sentinel_")}
     if len(path) == 2:
         if not path[1].isdigit():
             raise ConfigError(
                 f"the database in a redis+sentinel:// URL is a number, not {path[1]!r}"
             )
-        db = int(path[1])
-    query = parse_qs(parts.query)
-    sentinel_password = query.get("sentinel_password", [None])[-1]
+        options.setdefault("db", path[1])
+    data = userinfo(username, password)
+    tls = parts.scheme.lower().startswith("rediss")
+    theirs = "; the sentinels' own: sentinel_username, sentinel_password, sentinel_ssl"
+    theirs += " (and with it the sentinel_ssl_* ones)"
+    data.update(read_options(options, tls=tls, tls_needs="rediss+sentinel://", others=theirs))
+    sentinel_tls = flag("sentinel_ssl", ours.pop("sentinel_ssl", "false"))
+    watchers = read_options(
+        ours,
+        tls=sentinel_tls,
+        allowed=("username", "password"),
+        prefix="sentinel_",
+        tls_needs="sentinel_ssl=true",
+    )
     return SentinelURL(
         sentinels,
         path[0],
-        db,
-        unquote(username) or None,
-        unquote(password) or None,
-        sentinel_password,
-        parts.scheme.lower().startswith("rediss"),
+        int(data.get("db", 0)),  # type: ignore[call-overload]
+        data.get("username"),  # type: ignore[arg-type]
+        data.get("password"),  # type: ignore[arg-type]
+        watchers.get("password"),  # type: ignore[arg-type]
+        data.get("tls"),  # type: ignore[arg-type]
+        watchers.get("username"),  # type: ignore[arg-type]
+        watchers.get("tls"),  # type: ignore[arg-type]
+        data.get("connect_timeout", CONNECT_SECONDS),  # type: ignore[arg-type]
     )
 
 
@@ -146,7 +179,12 @@ class SentinelSource:
         """The sentinel's view of the service's primary; None if it does not watch it."""
         found = self.found
         endpoint = Endpoint(
-            host=host, port=port, password=found.sentinel_password, connect_timeout=ASK_SECONDS
+            host=host,
+            port=port,
+            username=found.sentinel_username,
+            password=found.sentinel_password,
+            tls=found.sentinel_tls,
+            connect_timeout=ASK_SECONDS,
         )
         conn = await connect(endpoint)
         try:
@@ -165,12 +203,12 @@ class SentinelSource:
 
     def _data_node(self, host: str, port: int) -> Endpoint:
         found = self.found
-        tls = TLS() if found.tls else None
         return Endpoint(
             host=host,
             port=port,
             db=found.db,
             username=found.username,
             password=found.password,
-            tls=tls,
+            tls=found.tls,
+            connect_timeout=found.connect_timeout,
         )

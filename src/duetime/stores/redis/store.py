@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from duetime.clock import StoreClock
 from duetime.errors import StoreError, StoreRefused
@@ -19,7 +19,8 @@ from duetime.stores.base import (
     StoredTask,
     WakeCallback,
 )
-from duetime.stores.redis import listing, scripts, wake
+from duetime.stores.redis import listing, wake
+from duetime.stores.redis.calls import RedisCalls, ServerCalls
 from duetime.stores.redis.capabilities import RedisCapabilities
 from duetime.stores.redis.codec import (
     SCHEDULE_CHUNK,
@@ -45,16 +46,14 @@ from duetime.stores.redis.keys import (
 )
 from duetime.stores.redis.leases import RedisLeases
 from duetime.stores.redis.resp.client import RespClient, Source
-from duetime.stores.redis.server import eviction_problems, open_server, per_node, server_info
+from duetime.stores.redis.server import eviction_problems, open_server
 from duetime.stores.redis.telemetry import RedisTelemetry
 from duetime.stores.redis.topology import is_cluster, source_for
 from duetime.stores.runs import StoredRun
 from duetime.stores.telemetry import Telemetry
 
 if TYPE_CHECKING:
-    from redis.asyncio import Redis
-
-    from duetime.stores.redis.cluster import ClusterScriptRunner
+    from redis.asyncio.cluster import RedisCluster
 
 log = logging.getLogger(__name__)
 
@@ -77,19 +76,20 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     """A :class:`~duetime.stores.base.Store` on one Redis server (or a Cluster, or behind
     Sentinel), with every capability (:mod:`.capabilities`).
 
-    On one server or behind Sentinel, the scripts, the server's checks and clock and the
-    subscriptions go through duetime's own client (:mod:`.resp`); the listings and tools
-    through a redis-py client made when first needed (:mod:`.redispy`), so that a worker
-    does not load redis-py. On a Cluster, redis-py's cluster client carries everything.
+    Every call goes through one interface (:class:`.calls.RedisCalls`): on one server or
+    behind Sentinel on duetime's own client (:mod:`.resp`), which also carries the
+    subscriptions, so that nothing there loads redis-py; on a Cluster on redis-py's cluster
+    client (:mod:`.clustercalls`), which also carries the shard channels and key events.
     """
 
     def __init__(self, config: RedisConfig) -> None:
         self.config = config
+        #: The store's calls (None until open).
+        self._calls: RedisCalls | None = None
         #: duetime's own client (None on a Cluster, or not open).
         self._link: RespClient | None = None
-        #: redis-py's: the cluster client, or the listings' client once made.
-        self._client: Redis | None = None
-        self._scripts: scripts.ScriptRunner | ClusterScriptRunner | None = None
+        #: redis-py's cluster client (None but on an open Cluster).
+        self._client: RedisCluster | None = None
         #: On Redis Cluster: the cluster client, shard channels and per-node key events.
         self._cluster = is_cluster(config.url)
         self._keys: dict[str, TypeKeys] = {}
@@ -114,15 +114,17 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     # -- connection ---------------------------------------------------------------------
 
     @property
-    def client(self) -> Redis:
-        """redis-py's client (on one server or behind Sentinel made on first use, which
-        loads redis-py): for the listings and tools, and for everything on a Cluster."""
-        if self._scripts is None:
+    def calls(self) -> RedisCalls:
+        """The store's calls, on whichever client its topology has."""
+        if self._calls is None:
             raise StoreError("the Redis store is not open")
-        if self._client is None:
-            from duetime.stores.redis.redispy import connect
+        return self._calls
 
-            self._client = connect(self.config.url)
+    @property
+    def cluster_client(self) -> RedisCluster:
+        """redis-py's cluster client (on a Cluster only)."""
+        if self._client is None:
+            raise StoreError("the Redis store is not open on a Redis Cluster")
         return self._client
 
     @property
@@ -150,34 +152,32 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         return "!" + shard_wake_channel(self.config.namespace, task_type)
 
     async def open(self) -> None:
-        if self._scripts is not None:
+        if self._calls is not None:
             return
         config = self.config
         if self._cluster:
             from duetime.stores.redis import cluster as cluster_store  # redis-py's client
+            from duetime.stores.redis.clustercalls import ClusterCalls
 
-            cluster, self._scripts, self._warnings = await cluster_store.open_cluster(
+            cluster, replicas, self._warnings = await cluster_store.open_cluster(
                 config.url,
                 allow_eviction=config.allow_eviction,
                 durability=config.durability,
                 replica_wait_ms=REPLICA_WAIT_MS,
             )
-            # Duck-typed: the cluster client routes the single-slot commands the store sends.
-            self._client = cast("Redis", cluster)
+            self._client = cluster
+            self._calls = ClusterCalls(cluster, replicas)
             return
         link = RespClient(source_for(config.url))
         self._warnings = await open_server(link, config.allow_eviction, self._replicas)
         self._link = link
-        self._scripts = scripts.ScriptRunner(link, self._replicas)
+        self._calls = ServerCalls(link, self._replicas)
 
     async def close(self) -> None:
-        self._scripts = None
-        link, self._link = self._link, None
-        client, self._client = self._client, None
-        if link is not None:
-            await link.aclose()
-        if client is not None:
-            await client.aclose()
+        calls, self._calls = self._calls, None
+        self._link = self._client = None
+        if calls is not None:
+            await calls.aclose()
 
     def durability_warnings(self) -> list[str]:
         """What the server's settings may lose, found when the store was opened."""
@@ -187,18 +187,13 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         """An evicting maxmemory-policy set since the store was opened (unless
         ``allow_eviction``): the worker looks every minute, and logs what it finds."""
         async with errors("check settings"):
-            if self._link is not None:
-                infos = [await server_info(self._link, "memory")]
-            else:
-                infos = per_node(await self.client.info("memory"))
+            infos = await self.calls.info("memory")
         return eviction_problems(infos, self.config.allow_eviction)
 
     async def time_ms(self) -> float:
         before = time.monotonic()
         async with errors("TIME"):
-            link = self._link
-            reply = await (link.call("TIME") if link is not None else self.client.time())
-        seconds, micros = int(reply[0]), int(reply[1])
+            seconds, micros = await self.calls.time()
         server_ms = seconds * 1000 + micros / 1000
         self._server_clock.anchor(server_ms, (before + time.monotonic()) / 2)
         return server_ms
@@ -216,11 +211,11 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     # -- writes -------------------------------------------------------------------------
 
     async def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
-        runner = self._scripts
-        if runner is None:
+        calls = self._calls
+        if calls is None:
             raise StoreError("the Redis store is not open")
         try:
-            return await runner.run(name, keys, args)
+            return await calls.run(name, keys, args)
         except driver_errors() as exc:
             raise store_error(exc, name) from exc
 
@@ -317,7 +312,7 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         self, task_type: str, state: State, limit: int, offset: int = 0
     ) -> list[StoredTask]:
         async with errors("list"):
-            return await listing.list_tasks(self.client, self.keys(task_type), state, limit, offset)
+            return await listing.list_tasks(self.calls, self.keys(task_type), state, limit, offset)
 
     async def active_ids(self, task_type: str, limit: int) -> list[str]:
         k = self.keys(task_type)
@@ -335,15 +330,15 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
             raise StoreRefused("bad arguments: limit must be over 0")
         async with errors("runs"):
             key = self.keys(task_type).runs
-            return await listing.runs(self.client, key, task_id, limit, since_ms)
+            return await listing.runs(self.calls, key, task_id, limit, since_ms)
 
     async def count(self, task_type: str) -> dict[State, int]:
         async with errors("count"):
-            return await listing.count(self.client, self.keys(task_type))
+            return await listing.count(self.calls, self.keys(task_type))
 
     async def task_types(self) -> list[str]:
         async with errors("task_types"):
-            return await listing.task_types(self.client, self.config.namespace)
+            return await listing.task_types(self.calls, self.config.namespace)
 
     # -- wake-ups -----------------------------------------------------------------------
 
@@ -351,8 +346,11 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         if self._cluster:
             from duetime.stores.redis import cluster as cluster_store
 
-            client = cast(Any, self.client)
             return await cluster_store.listen_sharded(
-                client, self.config.namespace, self._claimed, self._more_claimed, on_wake
+                self.cluster_client,
+                self.config.namespace,
+                self._claimed,
+                self._more_claimed,
+                on_wake,
             )
         await wake.listen(self.source, self._channel, on_wake)

@@ -8,8 +8,9 @@
 The options: ``db``, ``username``, ``password``, ``socket_connect_timeout`` (seconds), and
 for TLS ``ssl_cert_reqs`` (``required``, the default, ``optional`` or ``none``),
 ``ssl_ca_certs``, ``ssl_ca_path``, ``ssl_certfile``, ``ssl_keyfile`` and
-``ssl_check_hostname`` (``true`` by default); redis-py reads them alike. Any other option
-is refused, by name, rather than left unused.
+``ssl_check_hostname`` (``true`` by default). Any other option is refused, by name,
+rather than left unused. :func:`read_options` reads them for every kind of Redis URL (a
+Sentinel's and a Cluster's too).
 """
 
 from __future__ import annotations
@@ -92,12 +93,8 @@ def parse_url(url: str) -> Endpoint:
         raise ConfigError(f"bad Redis URL: {exc}") from None
     if scheme not in SCHEMES:
         raise ConfigError(f"a Redis URL begins with redis://, rediss:// or unix://, not {scheme!r}")
-    found: dict[str, object] = {}
-    if parts.username:
-        found["username"] = unquote(parts.username)
-    if parts.password:
-        found["password"] = unquote(parts.password)
-    options = dict(parse_qsl(parts.query, keep_blank_values=True))
+    found: dict[str, object] = userinfo(parts.username, parts.password)
+    options = query(parts.query)
     if scheme == "unix":
         if not parts.path:
             raise ConfigError("a unix:// Redis URL names the socket: unix:///path/to/redis.sock")
@@ -107,49 +104,101 @@ def parse_url(url: str) -> Endpoint:
         db = parts.path.strip("/")
         if db:
             options.setdefault("db", db)
-    tls = _tls(options) if scheme == "rediss" else None
-    found.update(_options(options))
-    if tls is None and any(key.startswith("ssl_") for key in options):
-        raise ConfigError("ssl_* options of a Redis URL need rediss://")
-    return Endpoint(tls=tls, **found)  # type: ignore[arg-type]
+    found.update(read_options(options, tls=scheme == "rediss"))
+    return Endpoint(**found)  # type: ignore[arg-type]
 
 
-def _options(options: dict[str, str]) -> dict[str, object]:
+def userinfo(username: str | None, password: str | None) -> dict[str, object]:
+    """The credentials before a URL's ``@``, as Endpoint fields."""
     found: dict[str, object] = {}
-    for key, value in options.items():
-        if key == "db":
-            if not value.isdigit():
-                raise ConfigError(f"the database in a Redis URL is a number, not {value!r}")
-            found["db"] = int(value)
-        elif key in ("username", "password"):
-            found[key] = value
-        elif key == "socket_connect_timeout":
-            found["connect_timeout"] = _seconds(key, value)
-        elif not key.startswith("ssl_"):
-            raise ConfigError(
-                f"unknown option {key!r} in the Redis URL: duetime takes db, username, "
-                "password, socket_connect_timeout and, with rediss://, ssl_cert_reqs, "
-                "ssl_ca_certs, ssl_ca_path, ssl_certfile, ssl_keyfile, ssl_check_hostname"
-            )
+    if username:
+        found["username"] = unquote(username)
+    if password:
+        found["password"] = unquote(password)
     return found
 
 
-def _tls(options: dict[str, str]) -> TLS:
+def query(text: str) -> dict[str, str]:
+    """A URL's query as options (the last value of a repeated one)."""
+    return dict(parse_qsl(text, keep_blank_values=True))
+
+
+#: The options of every Redis URL (a Cluster's take no ``db`` but 0), then TLS's.
+OPTIONS = ("db", "username", "password", "socket_connect_timeout")
+TLS_OPTIONS = (
+    "ssl_cert_reqs",
+    "ssl_ca_certs",
+    "ssl_ca_path",
+    "ssl_certfile",
+    "ssl_keyfile",
+    "ssl_check_hostname",
+)
+
+
+def read_options(
+    options: dict[str, str],
+    *,
+    tls: bool,
+    allowed: tuple[str, ...] = OPTIONS,
+    prefix: str = "",
+    tls_needs: str = "rediss://",
+    others: str = "",
+) -> dict[str, object]:
+    """The Endpoint fields that a URL's ``options`` give (``tls``: TLS on, with the ssl_*
+    options; ``prefix``, which every option here starts with, as ``sentinel_``; ``others``,
+    the URL's other options, for the message): the one reader of every kind of Redis URL's
+    options (:mod:`..topology`, :mod:`..sentinel`).
+
+    Raises:
+        ConfigError: an option unknown, refused where it is, or of a bad value, by name.
+    """
+    found: dict[str, object] = {}
+    plain = {key.removeprefix(prefix): value for key, value in options.items()}
+    for key, value in plain.items():
+        if key == "db" and key in allowed:
+            if not value.isdigit():
+                raise ConfigError(f"the database in a Redis URL is a number, not {value!r}")
+            found["db"] = int(value)
+        elif key in ("username", "password") and key in allowed:
+            found[key] = value
+        elif key == "socket_connect_timeout" and key in allowed:
+            found["connect_timeout"] = _seconds(prefix + key, value)
+        elif key.startswith("ssl_"):
+            if not tls:
+                raise ConfigError(f"{prefix}ssl_* options of a Redis URL need {tls_needs}")
+        else:
+            names = ", ".join(prefix + name for name in (*allowed, *TLS_OPTIONS))
+            raise ConfigError(
+                f"unknown option {prefix + key!r} in the Redis URL: duetime takes {names} "
+                f"(the {prefix}ssl_* ones with {tls_needs}){others}"
+            )
+    if tls:
+        found["tls"] = _tls(plain, prefix)
+    return found
+
+
+def _tls(options: dict[str, str], prefix: str) -> TLS:
     found: dict[str, object] = {}
     for key, value in options.items():
         if key == "ssl_cert_reqs":
             if value.lower() not in _CERT_REQS:
-                raise ConfigError(f"ssl_cert_reqs is one of {', '.join(_CERT_REQS)}, not {value!r}")
+                choices = ", ".join(_CERT_REQS)
+                raise ConfigError(f"{prefix}ssl_cert_reqs is one of {choices}, not {value!r}")
             found["cert_reqs"] = value.lower()
         elif key == "ssl_check_hostname":
-            if value.lower() not in (*_TRUE, *_FALSE):
-                raise ConfigError(f"ssl_check_hostname is true or false, not {value!r}")
-            found["check_hostname"] = value.lower() in _TRUE
+            found["check_hostname"] = flag(prefix + key, value)
         elif key in ("ssl_ca_certs", "ssl_ca_path", "ssl_certfile", "ssl_keyfile"):
             found[key.removeprefix("ssl_")] = value
         elif key.startswith("ssl_"):
-            raise ConfigError(f"unknown TLS option {key!r} in the Redis URL")
+            raise ConfigError(f"unknown TLS option {prefix + key!r} in the Redis URL")
     return TLS(**found)  # type: ignore[arg-type]
+
+
+def flag(key: str, value: str) -> bool:
+    """An option that is on or off."""
+    if value.lower() not in (*_TRUE, *_FALSE):
+        raise ConfigError(f"{key} is true or false, not {value!r}")
+    return value.lower() in _TRUE
 
 
 def _seconds(key: str, value: str) -> float:
