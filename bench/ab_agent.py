@@ -15,7 +15,8 @@ every measured revision has (``App(url, namespace=...)``, ``declare``, ``@app.ta
     agent.py spread URL NS N SPREAD LEAD   one call per task, due over SPREAD s from LEAD s on
     agent.py worker URL NS N OUT CONCURRENCY [OPTIONS]   run N tasks, write their times to OUT
                                      (OPTIONS: more task options of the type, as JSON;
-                                     "monitored": false runs the worker unmonitored)
+                                     "monitored": false runs the worker unmonitored,
+                                     "sync": true gives it a plain def handler)
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import json
 import os
 import resource
 import sys
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -136,17 +138,35 @@ async def worker(
 
     options = dict(options)
     monitored = options.pop("monitored", True)  # a worker option, not the type's
+    # "sync": true gives the type a plain ``def`` handler (run in the worker's threads,
+    # the general path of worker/executor.py) instead of the no-op ``async def`` one.
+    sync = options.pop("sync", False)
+    loop = asyncio.get_running_loop()
+    counting = threading.Lock()
 
-    @app.task("bench", concurrency=concurrency, timeout=None, **options)
-    async def bench(payload: dict[str, float]) -> None:
+    def ran_one(due: float) -> None:
         nonlocal ran
-        ran += 1
-        if keep:
-            samples.append((time.time(), payload["due"]))
-        if ran == 1 or ran == n:
-            cpus.append(cpu())
-        if ran >= n:
-            done.set()
+        with counting:
+            ran += 1
+            if keep:
+                samples.append((time.time(), due))
+            if ran == 1 or ran == n:
+                cpus.append(cpu())
+            if ran >= n:
+                loop.call_soon_threadsafe(done.set)
+
+    register = app.task("bench", concurrency=concurrency, timeout=None, **options)
+    if sync:
+
+        @register
+        def bench_sync(payload: dict[str, float]) -> None:
+            ran_one(payload["due"])
+
+    else:
+
+        @register
+        async def bench(payload: dict[str, float]) -> None:
+            ran_one(payload["due"])
 
     run = app.worker(grace=1) if monitored else app.worker(grace=1, monitored=False)
     if tune_gc is not None:

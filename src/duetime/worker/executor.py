@@ -5,9 +5,11 @@ The executor knows no kind of trigger. It offers each run a :class:`Job` (the se
 retry policy; the record's trigger (or, without one, :func:`~duetime.triggers.once.run_once`)
 decides what runs and what follows.
 
-The hot path, a one-off task's first attempt run by an ``async def`` handler, is in
-:mod:`.hot`: it calls the handler there and then, and returns the outcome when the
-handler finishes without waiting.
+There are two paths, and only two: this general one, and the fast path of :mod:`.hot` (a
+one-off task's first attempt run by an ``async def`` handler: it calls the handler there
+and then, and returns the outcome when the handler finishes without waiting).
+``tests/unit/test_fast_path.py`` drives both with the same claims and asserts the same
+outcomes.
 """
 
 from __future__ import annotations
@@ -28,8 +30,7 @@ from duetime.stores.base import Claim, Outcome, done
 from duetime.tasktype import TaskType
 from duetime.triggers.once import run_once
 from duetime.worker import outcome
-from duetime.worker.handler import call_handler
-from duetime.worker.job import ClaimJob, handler_context
+from duetime.worker.job import ClaimJob
 from duetime.worker.notes import done_run
 from duetime.worker.run import Run, ended
 
@@ -155,27 +156,6 @@ class Executor:
             return self._corrupt(task_type.name, claim, "corrupt record", exc)
         trigger = record.trigger
         try:
-            if trigger is None and not self.timed and run.aborted is None and not claim.stalls:
-                # A task without a trigger, when no listener wants its per-task events: what
-                # run_once does with a Job, inline, without a Job unless the handler fails.
-                occurrence = claim.due_ms if record.occurrence_ms is None else record.occurrence_ms
-                attempt = record.failures + claim.stalls + 1
-                # A Context only for a handler that takes one: the worker needs none.
-                ctx = None
-                if task_type.takes_ctx:
-                    ctx = handler_context(self.app, task_type, claim, attempt, occurrence)
-                if self.marks:
-                    run.fired_ms = self.clock.now()
-                error: Exception | None = None
-                try:
-                    await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
-                except Exception as exc:
-                    error = exc
-                if error is None and run.aborted is None:
-                    return self.done(task_type, run, attempt, occurrence, record.unique_ms)
-                return await self.failed(
-                    task_type, time_limit, run, record, occurrence, attempt, ctx, error
-                )
             job = ClaimJob(self, task_type, time_limit, run, record)
             if trigger is None:
                 return await run_once(job)
