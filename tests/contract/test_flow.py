@@ -332,9 +332,11 @@ async def test_pause_and_global_concurrency_span_every_partition(app: duetime.Ap
     await app.pause("wide")
     assert await app.paused() == {"wide"}
     await app.schedule_many(duetime.Task("wide", f"w{i}") for i in range(40))
+    claims = ClaimSpy(await app.open())
+    mark = claims.mark("wide")
     async with running(app):
-        await asyncio.sleep(0.5)
-        assert starts == []  # every partition is paused
+        await claims.since(mark)  # the worker's first claim: it finds every partition paused
+        assert starts == []
         await app.resume("wide")
         await eventually(lambda: _empty(app, "wide"), 10, "every task ran")
     assert most <= 4 and sorted(starts) == sorted(f"w{i}" for i in range(40))
