@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: package install check docs test test-fast test-pythons bench ab demo clean
+.PHONY: package install check docs test test-fast test-bench test-pythons bench ab demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,12 @@ test: check docs
 # on SQLite (no server needed but the file).
 test-fast: check
 	$(BIN)/pytest -n 2 -q tests/unit tests/contract -k "sqlite or not contract"
+
+# The runs of the benchmark (tests marked `bench`: bench/ab.py end to end, its counted
+# workloads under valgrind), left out of `make test`: they measure, and they load the
+# machine. Run them on a change to the hot path or to bench/.
+test-bench: install
+	$(BIN)/pytest -q -m bench
 
 # The test suite on other Pythons, each in its own venv; not part of `make test` (CI runs
 # the default python3). Name interpreters by path where pyenv's shims do not work:

@@ -52,6 +52,37 @@ async def eventually(
         await asyncio.sleep(every)
 
 
+class ClaimSpy:
+    """Counts the claims a real store answers, per task type: the store still does every
+    claim (its method is wrapped on this one object, nothing is mocked). A test waits for
+    "the worker claimed since" rather than sleeping as long as it hopes that takes:
+    ``mark = spy.mark("t")`` before the action, ``await spy.since(mark)`` after it."""
+
+    def __init__(self, store: Store) -> None:
+        self._begun: dict[str, int] = {}
+        self._answered: dict[str, int] = {}  # the latest claim answered, by its number
+        real = store.claim
+
+        async def claim(task_type: str, **options: Any) -> Any:
+            number = self._begun[task_type] = self._begun.get(task_type, 0) + 1
+            batch = await real(task_type, **options)
+            self._answered[task_type] = max(self._answered.get(task_type, 0), number)
+            return batch
+
+        store.claim = claim  # type: ignore[method-assign]
+
+    def mark(self, task_type: str) -> tuple[str, int]:
+        """Where the claims of the type are now."""
+        return task_type, self._begun.get(task_type, 0)
+
+    async def since(self, mark: tuple[str, int], within: float = 25.0) -> None:
+        """Until a claim of the type begun after ``mark`` has been answered."""
+        task_type, begun = mark
+        await eventually(
+            lambda: self._answered.get(task_type, 0) > begun, within, f"a claim of {task_type}"
+        )
+
+
 def record_text(
     payload_json: str = "{}",
     *,

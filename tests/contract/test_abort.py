@@ -1,11 +1,10 @@
-"""Aborting a running handler on each store: found through the store, cancelled within a
-second, its cleanup given the grace, not retried; a task not running is cancelled."""
+"""Aborting a running handler on each store: found through the store, cancelled on its
+signal, its cleanup given the grace, not retried; a task not running is cancelled."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -33,31 +32,31 @@ class Heard(duetime.Listener):
         self.dead.append(event)
 
 
-async def test_a_running_async_handler_is_cancelled_within_a_second_and_not_retried(
+async def test_a_running_async_handler_is_cancelled_on_the_abort_signal_and_not_retried(
     app: duetime.App,
 ) -> None:
     started = asyncio.Event()
-    cleaned: list[float] = []
+    cleaned = asyncio.Event()
 
-    @app.task("slow", retries=3)
+    # A lease of an hour: the backstop (a look every third of the lease) is 20 minutes away,
+    # so only the abort's signal can reach the worker in time.
+    @app.task("slow", retries=3, lease=3600)
     async def slow(payload: dict[str, Any]) -> None:
         started.set()
         try:
-            await asyncio.sleep(60)
+            await asyncio.sleep(3600)
         except asyncio.CancelledError:
-            cleaned.append(time.monotonic())
+            cleaned.set()
             raise
 
     heard = Heard()
     await app.schedule("slow", "s1")
     async with running(app, listeners=[heard]):
-        await asyncio.wait_for(started.wait(), 10)
-        asked = time.monotonic()
+        await asyncio.wait_for(started.wait(), 25)
         assert await app.abort("slow", "s1") == "aborted"
-        await eventually(lambda: bool(cleaned), within=2, what="the handler's cleanup")
-        assert cleaned[0] - asked < 1.0
-        await eventually(lambda: _gone(app, "slow", "s1"), within=3, what="the task ends")
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(cleaned.wait(), 25)
+        await eventually(lambda: _gone(app, "slow", "s1"), within=25, what="the task ends")
+    # Settled (the one moment a retry could have been scheduled), the worker stopped.
     assert await app.counts("slow") == {"due": 0, "running": 0, "dead": 0}
     assert [e.task_id for e in heard.aborts] == ["s1"]
     assert "abort" in (heard.aborts[0].error or "")
@@ -89,8 +88,8 @@ async def test_an_aborted_handler_gets_the_grace_to_clean_up_then_is_cut_short(
     async with running(app, grace=1.0):
         await asyncio.wait_for(started.wait(), 10)
         assert await app.abort("stubborn", "s1") == "aborted"
-        await eventually(lambda: "cut" in steps, within=4, what="the cut at the grace's end")
-        await eventually(lambda: _gone(app, "stubborn", "s1"), within=3, what="the task ends")
+        await eventually(lambda: "cut" in steps, within=20, what="the cut at the grace's end")
+        await eventually(lambda: _gone(app, "stubborn", "s1"), within=15, what="the task ends")
     assert steps == ["cleaning", "cleaned", "cut"]
 
 
@@ -108,16 +107,18 @@ async def test_a_plain_def_handler_is_not_interruptible_and_its_result_is_discar
         raise RuntimeError("fails after the abort: discarded, not retried")
 
     heard = Heard()
+    marked = marks_read(await app.open())
     await app.schedule("blocking", "b1")
     async with running(app, listeners=[heard]):
         await asyncio.to_thread(started.wait, 10)
         assert await app.abort("blocking", "b1") == "not_interruptible"
-        await asyncio.sleep(0.5)
+        # The worker has read the mark (and done what it does with it).
+        await eventually(lambda: "b1" in marked, 25, "the worker reads the mark")
         assert ended == []  # its thread runs on
         info = await app.get("blocking", "b1")
         assert info is not None and info.state == "running"
         release.set()
-        await eventually(lambda: _gone(app, "blocking", "b1"), within=3, what="the task ends")
+        await eventually(lambda: _gone(app, "blocking", "b1"), within=15, what="the task ends")
     assert ended == ["ended"]
     assert [e.task_id for e in heard.aborts] == ["b1"]
     assert heard.retries == [] and heard.dead == []
@@ -151,7 +152,7 @@ async def test_an_aborted_occurrence_of_a_periodic_task_ends_and_the_series_goes
             info = await app.get("tick", "t1")
             return info is not None and info.state == "due"
 
-        await eventually(waits_for_the_next, within=3, what="the series goes on")
+        await eventually(waits_for_the_next, within=15, what="the series goes on")
     info = await app.get("tick", "t1")
     assert info is not None and info.due == first + timedelta(hours=1)
     assert len(runs) == 1
@@ -194,11 +195,26 @@ async def test_marking_a_run_signals_the_workers_of_its_type(
         await asyncio.sleep(0.2)
         assert await store.abort("mail", "m1") == "running"
         await eventually(
-            lambda: ("mail", ABORT_WAKE_MS) in heard, within=2, what="the abort signal"
+            lambda: ("mail", ABORT_WAKE_MS) in heard, within=10, what="the abort signal"
         )
     finally:
         listening.cancel()
         await asyncio.gather(listening, return_exceptions=True)
+
+
+def marks_read(store: duetime.stores.base.Store) -> list[str]:
+    """The ids of the runs that the real store's ``aborting`` answered as marked, as a
+    worker asks (the method is wrapped on this one store object, nothing is mocked)."""
+    read: list[str] = []
+    real = store.aborting
+
+    async def aborting(task_type: str, claims: Any) -> Any:
+        marked = await real(task_type, claims)
+        read.extend(c.id for c in marked)
+        return marked
+
+    store.aborting = aborting  # type: ignore[method-assign]
+    return read
 
 
 async def _gone(app: duetime.App, task_type: str, task_id: str) -> bool:
@@ -218,7 +234,7 @@ async def test_an_aborted_tick_of_a_cron_schedule_ends_and_the_schedule_goes_on(
     async with running(app):
         await eventually(lambda: bool(ticks), within=10, what="the first tick runs")
         assert await app.abort("report", "report") == "aborted"
-        await eventually(lambda: len(ticks) >= 2, within=3, what="the next tick runs")
+        await eventually(lambda: len(ticks) >= 2, within=15, what="the next tick runs")
     assert [c.name for c in await app.crons()] == ["report"]
     assert (await app.counts("report"))["dead"] == 0
 
@@ -235,7 +251,7 @@ async def test_a_handed_off_tick_is_aborted_by_its_occurrence_id(app: duetime.Ap
     async with running(app):
         await eventually(lambda: bool(ticks), within=10, what="the first tick runs")
         assert await app.abort("buildReport", ticks[0]) == "aborted"
-        await eventually(lambda: _gone(app, "buildReport", ticks[0]), within=3, what="it ends")
+        await eventually(lambda: _gone(app, "buildReport", ticks[0]), within=15, what="it ends")
         await app.pause_cron("report")
     assert [c.name for c in await app.crons()] == ["report"]
 
@@ -263,7 +279,7 @@ async def test_a_task_of_a_partitioned_type_is_aborted_in_its_partition(
         await eventually(lambda: len(started) == 3, within=10, what="every handler starts")
         for task_id in ids[:2]:
             assert await app.abort("spread", task_id) == "aborted"
-        await eventually(lambda: sorted(cleaned) == ids[:2], within=2, what="two cancelled")
+        await eventually(lambda: sorted(cleaned) == ids[:2], within=10, what="two cancelled")
         await eventually(lambda: count_is(app, "spread", "running", 1), what="the third runs on")
         assert await app.get("spread", ids[2]) is not None
 
@@ -287,7 +303,7 @@ async def test_a_handler_that_swallows_the_cancellation_still_ends_as_aborted(
     async with running(app, listeners=[heard]):
         await asyncio.wait_for(started.wait(), 10)
         assert await app.abort("swallow", "w1") == "aborted"
-        await eventually(lambda: bool(heard.aborts), within=2, what="the run ends as aborted")
+        await eventually(lambda: bool(heard.aborts), within=10, what="the run ends as aborted")
     assert heard.retries == [] and heard.dead == []
     info = await app.get("swallow", "w1")
     assert info is not None and info.state == "due" and info.attempts == 0  # the next one

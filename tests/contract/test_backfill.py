@@ -4,7 +4,6 @@ tasks are pending or done; bad ranges refused, nothing written."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -53,7 +52,7 @@ async def test_backfill_runs_each_tick_of_the_range_once_oldest_first(
         assert await app.backfill_cron("hourly", start=start, end=end) == 0
         assert await app.backfill_cron("hourly", start=start - HOUR, end=end) == 1
         await eventually(lambda: len(seen) == 6, what="the one new tick")
-        await asyncio.sleep(0.3)
+        await eventually(lambda: _left(app, "build", 1), what="the new tick's task settled")
     assert seen == [*ticks, f"hourly@{ms(start - HOUR)}"]  # oldest first, each once
     (info,) = await app.crons()
     assert info.next_run is not None and info.next_run > now  # its own ticks go on

@@ -65,7 +65,8 @@ async def test_a_task_that_succeeds_is_claimed_started_and_succeeds(app: duetime
     assert [e.kind for e in (claimed, started, succeeded)] == ["claimed", "started", "succeeded"]
     assert all((e.task_type, e.due_ms) == ("slow", due_ms) for e in (claimed, started, succeeded))
     assert (started.attempt, succeeded.attempt) == (1, 1)
-    assert started.lateness_ms is not None and 0 <= started.lateness_ms < 1000
+    # Never early; the bound only catches a count in another unit (µs would read far off).
+    assert started.lateness_ms is not None and 0 <= started.lateness_ms < 60_000
     assert succeeded.duration_ms is not None and succeeded.duration_ms >= 50
     assert succeeded.error is None
 

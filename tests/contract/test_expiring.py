@@ -3,7 +3,6 @@ restarts, get, expires_at, delete, expiries missed while no worker ran, dead let
 
 from __future__ import annotations
 
-import asyncio
 from datetime import timedelta
 from typing import Any
 
@@ -11,7 +10,8 @@ import pytest
 
 import duetime
 from duetime.features.expiring.group import ExpiringGroup
-from tests.helpers import eventually, has_state, is_gone, running
+from duetime.testing import harness
+from tests.helpers import count_is, eventually, has_state, is_gone, running
 
 TTL = timedelta(milliseconds=300)
 FAST = duetime.Backoff(base=timedelta(milliseconds=20), jitter=0)
@@ -29,28 +29,35 @@ def handled_log(group: ExpiringGroup) -> list[tuple[str, Any, duetime.Context]]:
 
 
 async def test_an_entry_is_handled_once_at_its_expiry_with_its_last_value(
-    app: duetime.App,
+    store_url: str, namespace: str
 ) -> None:
+    app = duetime.App(namespace=namespace)
     cache = app.expiring("pendingWrites", ttl=TTL)
     seen = handled_log(cache)
 
-    async with running(app):
+    async with harness(app, url=store_url) as h:
         first = await cache.put("user:42", {"clicks": 3})
         assert await cache.get("user:42") == {"clicks": 3}
         assert await cache.expires_at("user:42") == first
+        h.advance(0.1)
         later = await cache.put("user:42", {"clicks": 4})  # restarts the TTL
-        assert later > first
-        await eventually(lambda: len(seen) == 1)
-        await asyncio.sleep(0.3)  # nothing more
+        assert later == first + timedelta(milliseconds=100)
+        h.advance(TTL - timedelta(milliseconds=1))
+        await h.run_due()
+        assert seen == []  # the first expiry has passed, and was restarted
+        h.advance(timedelta(milliseconds=1))
+        await h.run_due()
+        assert len(seen) == 1
+        h.advance(3600)
+        await h.run_due()  # nothing more
 
-    ((key, value, ctx),) = seen
-    expiry_ms = int(later.timestamp() * 1000)
-    assert (key, value) == ("user:42", {"clicks": 4})
-    assert ctx.task_type == "pendingWrites" and ctx.due == later and ctx.attempt == 1
-    assert ctx.occurrence == f"user:42@{expiry_ms}" == ctx.task_id
-    assert app.clock.now_ms() >= expiry_ms
-    assert await cache.get("user:42") is None and await cache.expires_at("user:42") is None
-    assert await app.counts("pendingWrites") == {"due": 0, "running": 0, "dead": 0}
+        ((key, value, ctx),) = seen
+        expiry_ms = int(later.timestamp() * 1000)
+        assert (key, value) == ("user:42", {"clicks": 4})
+        assert ctx.task_type == "pendingWrites" and ctx.due == later and ctx.attempt == 1
+        assert ctx.occurrence == f"user:42@{expiry_ms}" == ctx.task_id
+        assert await cache.get("user:42") is None and await cache.expires_at("user:42") is None
+        assert await app.counts("pendingWrites") == {"due": 0, "running": 0, "dead": 0}
 
 
 async def test_keep_ttl_keeps_a_live_expiry_and_starts_one_when_there_is_none(
@@ -69,58 +76,67 @@ async def test_keep_ttl_keeps_a_live_expiry_and_starts_one_when_there_is_none(
 
 
 async def test_delete_removes_a_live_entry_and_leaves_an_expired_one_to_its_handler(
-    app: duetime.App,
+    store_url: str, namespace: str
 ) -> None:
+    app = duetime.App(namespace=namespace)
     cache = app.expiring("pendingWrites", ttl=TTL)
     seen = handled_log(cache)
-    await cache.put("gone", "x", ttl=timedelta(minutes=1))
-    await cache.put("due", "y", ttl=timedelta(milliseconds=10))
-    await asyncio.sleep(0.05)  # "due" has expired; no worker has handled it yet
+    async with harness(app, url=store_url) as h:
+        await cache.put("gone", "x", ttl=timedelta(minutes=1))
+        await cache.put("due", "y", ttl=timedelta(milliseconds=10))
+        h.advance(0.05)  # "due" has expired; no worker has handled it yet
 
-    assert await cache.delete("gone") is True
-    assert await cache.delete("gone") is False
-    assert await cache.delete("due") is False  # expired: still goes to the handler
-    assert await cache.get("due") is None
-    async with running(app):
-        await eventually(lambda: len(seen) == 1)
-        await asyncio.sleep(0.2)
+        assert await cache.delete("gone") is True
+        assert await cache.delete("gone") is False
+        assert await cache.delete("due") is False  # expired: still goes to the handler
+        assert await cache.get("due") is None
+        await h.run_due()
+        h.advance(120)
+        await h.run_due()
     assert [(k, v) for k, v, _ in seen] == [("due", "y")]
 
 
 async def test_a_put_after_expiry_starts_a_new_entry_and_the_old_value_is_still_handled(
-    app: duetime.App,
+    store_url: str, namespace: str
 ) -> None:
+    app = duetime.App(namespace=namespace)
     cache = app.expiring("pendingWrites", ttl=timedelta(milliseconds=50))
     seen = handled_log(cache)
-    await cache.put("k", "old")
-    await asyncio.sleep(0.1)  # expired while no worker ran
-    await cache.put("k", "new", ttl=timedelta(milliseconds=400))
+    async with harness(app, url=store_url) as h:
+        await cache.put("k", "old")
+        h.advance(0.1)  # expired while no worker ran
+        await cache.put("k", "new", ttl=timedelta(milliseconds=400))
 
-    assert await cache.get("k") == "new"
-    async with running(app):
-        await eventually(lambda: len(seen) == 1)
+        assert await cache.get("k") == "new"
+        await h.run_due()
         assert [v for _, v, _ in seen] == ["old"]  # at once: its expiry has passed
-        await eventually(lambda: len(seen) == 2)
+        h.advance(0.399)
+        await h.run_due()
+        assert len(seen) == 1
+        h.advance(0.001)
+        await h.run_due()
     assert [(k, v) for k, v, _ in seen] == [("k", "old"), ("k", "new")]
 
 
 async def test_entries_that_expired_while_no_worker_ran_are_handled_when_one_starts(
-    app: duetime.App,
+    store_url: str, namespace: str
 ) -> None:
+    app = duetime.App(namespace=namespace)
     cache = app.expiring("pendingWrites", ttl=timedelta(milliseconds=20))
     seen = handled_log(cache)
-    await cache.put_many({f"k{i}": i for i in range(50)})
-    await asyncio.sleep(0.1)
-
-    async with running(app):
-        await eventually(lambda: len(seen) == 50)
-        await asyncio.sleep(0.2)
+    async with harness(app, url=store_url) as h:
+        await cache.put_many({f"k{i}": i for i in range(50)})
+        h.advance(0.1)
+        await h.run_due()
+        h.advance(3600)
+        await h.run_due()
     assert sorted(v for _, v, _ in seen) == list(range(50))
 
 
 async def test_an_expiry_that_keeps_failing_ends_in_the_dead_letters_with_its_value(
-    app: duetime.App,
+    store_url: str, namespace: str
 ) -> None:
+    app = duetime.App(namespace=namespace)
     cache = app.expiring("flaky", ttl=timedelta(milliseconds=20), retries=1, backoff=FAST)
     attempts: list[int] = []
 
@@ -129,20 +145,25 @@ async def test_an_expiry_that_keeps_failing_ends_in_the_dead_letters_with_its_va
         attempts.append(ctx.attempt)
         raise ConnectionError("database down")
 
-    due = await cache.put("order:7", {"total": 12})
-    async with running(app):
+    async with harness(app, url=store_url) as h:
+        due = await cache.put("order:7", {"total": 12})
         dead_id = f"order:7@{int(due.timestamp() * 1000)}"
-        await eventually(lambda: has_state(app, "flaky", dead_id, "dead"))
+        h.advance(0.02)
+        await h.run_due()
+        assert attempts == [1] and not await has_state(app, "flaky", dead_id, "dead")
+        h.advance(0.02)  # the back-off
+        await h.run_due()
+        assert attempts == [1, 2] and await has_state(app, "flaky", dead_id, "dead")
 
-    assert attempts == [1, 2]
-    (dead,) = await app.list("flaky", "dead")
-    assert dead.payload == {"key": "order:7", "value": {"total": 12}}
-    assert dead.error == "ConnectionError: database down"
-    attempts.clear()
-    await app.retry("flaky", dead_id)
-    async with running(app):
-        await eventually(lambda: attempts == [1, 2])
-        await eventually(lambda: has_state(app, "flaky", dead_id, "dead"))
+        (dead,) = await app.list("flaky", "dead")
+        assert dead.payload == {"key": "order:7", "value": {"total": 12}}
+        assert dead.error == "ConnectionError: database down"
+        attempts.clear()
+        await app.retry("flaky", dead_id)
+        await h.run_due()
+        h.advance(0.02)
+        await h.run_due()
+        assert attempts == [1, 2] and await has_state(app, "flaky", dead_id, "dead")
 
 
 @pytest.mark.parametrize(
@@ -203,15 +224,17 @@ def test_a_group_name_must_be_free_and_its_handler_take_a_key_and_a_value() -> N
         app.expiring("other", ttl=0)
 
 
-async def test_a_deleted_entry_is_never_handled(app: duetime.App) -> None:
+async def test_a_deleted_entry_is_never_handled(store_url: str, namespace: str) -> None:
+    app = duetime.App(namespace=namespace)
     cache = app.expiring("pendingWrites", ttl=timedelta(milliseconds=200))
     seen = handled_log(cache)
-    async with running(app):
+    async with harness(app, url=store_url) as h:
         await cache.put("k", 1)
         assert await cache.delete("k") is True
-        await asyncio.sleep(0.4)
-    assert seen == []
-    assert await is_gone(app, "pendingWrites", "k")
+        h.advance(0.4)
+        assert await h.run_due() == []
+        assert seen == []
+        assert await is_gone(app, "pendingWrites", "k")
 
 
 async def test_a_ttl_past_the_year_9999_is_refused_and_nothing_is_written(
@@ -242,7 +265,8 @@ async def test_no_key_can_take_the_id_of_another_keys_expiry(app: duetime.App) -
 
     async with running(app):
         await eventually(lambda: len(seen) == 1)
-        await asyncio.sleep(0.2)
+        await eventually(lambda: count_is(app, "pendingWrites", "due", 0), what="nothing left")
+    # The worker stopped: it ran what it claimed, and nothing is left to claim.
     ((key, value, ctx),) = seen
     assert (key, value, ctx.task_id) == ("user:42", {"clicks": 3}, expiry_id)
     assert await app.counts("pendingWrites") == {"due": 0, "running": 0, "dead": 0}

@@ -4,18 +4,19 @@ claims and settles keep them, with explicit times, and as workers live them."""
 from __future__ import annotations
 
 import asyncio
-import time
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
 import duetime
+from duetime.clock import epoch_ms
 from duetime.partitions.layout import partition_of
 from duetime.stores.base import Claim, ClaimBatch, NewTask, Outcome, Store
 from duetime.stores.capabilities import GATES, use
 from duetime.stores.gating import Gate
-from tests.helpers import eventually, record_text, running
+from duetime.testing import harness
+from tests.helpers import ClaimSpy, eventually, record_text, running
 
 T0 = 1_900_000_000_000
 LEASE = 10_000
@@ -173,30 +174,36 @@ async def test_a_stale_hold_holds_nothing(store: Store) -> None:
 # -- the App's calls, and workers ----------------------------------------------------------------
 
 
-async def test_pause_and_resume_reach_a_sleeping_worker_within_a_second(app: duetime.App) -> None:
-    started: list[float] = []
+async def test_pause_and_resume_reach_a_sleeping_worker(app: duetime.App) -> None:
+    # A worker asleep on a poll interval of an hour: only the resume's wake-up can start
+    # the tasks in time, and a claim the pause stops finds the task that came due.
+    started: list[str] = []
+    ran = asyncio.Event()
 
-    @app.task("report2", pacing=duetime.Pacing(max_idle=timedelta(seconds=60)))
-    async def report(payload: dict[str, Any]) -> None:
-        started.append(time.monotonic())
+    @app.task("report2", pacing=duetime.Pacing(max_idle=timedelta(hours=1)))
+    async def report(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        started.append(ctx.task_id)
+        if len(started) == 3:
+            ran.set()
 
+    claims = ClaimSpy(await app.open())
     async with running(app):
         assert await app.pause("report2") is True
         assert await app.paused() == {"report2"}
+        mark = claims.mark("report2")
         await app.schedule_many(duetime.Task("report2", f"r{i}") for i in range(3))
-        await asyncio.sleep(1.0)
+        await claims.since(mark)  # woken by the schedule: the claim finds the type paused
         assert started == [] and (await app.counts("report2"))["due"] == 3
-        resumed = time.monotonic()
         assert await app.resume("report2") is True
-        await eventually(lambda: len(started) == 3, 3, "every task ran after resume")
-        assert started[0] - resumed < 1.0
+        await asyncio.wait_for(ran.wait(), 25)
         assert await app.paused() == set()
-        # Paused while the worker sleeps on a long max_idle: it does not start the task
-        # that comes due later (its claim finds the type paused).
+        # Paused while the worker sleeps on its hour: it does not start the task that
+        # comes due (its claim finds the type paused).
         await app.pause("report2")
-        await app.schedule("report2", "later", delay=timedelta(milliseconds=300))
-        await asyncio.sleep(0.8)
-        assert len(started) == 3
+        mark = claims.mark("report2")
+        await app.schedule("report2", "later")
+        await claims.since(mark)
+        assert len(started) == 3 and (await app.counts("report2"))["due"] == 1
 
 
 async def test_pause_outlives_the_worker_and_the_app(app: duetime.App, store_url: str) -> None:
@@ -216,26 +223,28 @@ async def test_pause_outlives_the_worker_and_the_app(app: duetime.App, store_url
 
 
 async def test_rate_limited_holds_every_start_of_the_type_and_counts_no_attempt(
-    app: duetime.App,
+    store_url: str, namespace: str
 ) -> None:
-    starts: list[tuple[str, int, float]] = []
+    app = duetime.App(namespace=namespace)
+    starts: list[tuple[str, int]] = []
 
     @app.task("partner", concurrency=4)
     async def partner(payload: dict[str, Any], ctx: duetime.Context) -> None:
-        starts.append((ctx.task_id, ctx.attempt, time.monotonic()))
+        starts.append((ctx.task_id, ctx.attempt))
         if ctx.task_id == "first" and len(starts) == 1:
             raise duetime.RateLimited(after=timedelta(milliseconds=800))
 
-    async with running(app):
+    async with harness(app, url=store_url) as h:
         await app.schedule("partner", "first")
-        await eventually(lambda: len(starts) == 1, what="the first start")
-        held_at = starts[0][2]
+        await h.run_due()
+        assert starts == [("first", 1)]
         await app.schedule_many(duetime.Task("partner", f"p{i}") for i in range(3))
-        await eventually(lambda: len(starts) == 5, 5, "every task ran after the hold")
-
-    later = starts[1:]
-    assert all(t - held_at >= 0.75 for _, _, t in later), [t - held_at for _, _, t in later]
-    assert [(i, a) for i, a, _ in starts if i == "first"] == [("first", 1), ("first", 1)]
+        h.advance(0.799)
+        await h.run_due()
+        assert starts == [("first", 1)]  # the whole type is held, not only "first"
+        h.advance(0.001)
+        await h.run_due()
+    assert sorted(starts[1:]) == [("first", 1), ("p0", 1), ("p1", 1), ("p2", 1)]
 
 
 async def test_global_concurrency_holds_across_workers(app: duetime.App) -> None:
@@ -256,38 +265,51 @@ async def test_global_concurrency_holds_across_workers(app: duetime.App) -> None
     assert most == 3
 
 
-async def test_a_rate_holds_across_workers(app: duetime.App) -> None:
-    starts: list[float] = []
+async def test_a_rate_spaces_a_workers_starts(store_url: str, namespace: str) -> None:
+    app = duetime.App(namespace=namespace)
+    starts: list[int] = []
 
     @app.task("paced", rate=duetime.Rate(10, per=timedelta(seconds=1), burst=2), concurrency=50)
     async def paced(payload: dict[str, Any]) -> None:
-        starts.append(time.monotonic())
+        starts.append(app.clock.now_ms())
 
-    await app.schedule_many(duetime.Task("paced", f"p{i}") for i in range(12))
-    async with running(app), running(app):
-        await eventually(lambda: len(starts) == 12, 5, "every task ran")
-    span = starts[-1] - starts[0]
-    assert span >= 0.95, span  # 2 at once, then 10 spaced by 0.1 s
+    async with harness(app, url=store_url) as h:
+        t0 = epoch_ms(h.now)
+        await app.schedule_many(duetime.Task("paced", f"p{i}") for i in range(12))
+        await h.run_due()
+        assert starts == [t0, t0]  # the burst
+        for step in range(1, 11):
+            h.advance(0.099)
+            await h.run_due()
+            assert len(starts) == 1 + step  # not before its 100 ms
+            h.advance(0.001)
+            await h.run_due()
+            assert starts[-1] == t0 + 100 * step and len(starts) == 2 + step
 
 
-async def test_a_paused_cron_schedule_keeps_its_ticks(app: duetime.App) -> None:
+async def test_a_paused_cron_schedule_keeps_its_ticks(store_url: str, namespace: str) -> None:
+    app = duetime.App(namespace=namespace)
     ticks: list[str] = []
 
     @app.cron("* * * * * *", name="everySecond", missed="all")
     async def every(ctx: duetime.Context) -> None:
         ticks.append(ctx.occurrence)
 
-    async with running(app):
-        await eventually(lambda: len(ticks) >= 1, 3, "a first tick")
+    start = datetime(2031, 3, 1, 12, 0, 0, tzinfo=UTC)
+    async with harness(app, url=store_url, start=start) as h:
+        h.advance(1)
+        await h.run_due()
+        assert len(ticks) >= 1
         await app.pause("everySecond")
-        await asyncio.sleep(0.3)
         seen = len(ticks)
-        await asyncio.sleep(2.5)
-        assert len(ticks) == seen
+        h.advance(3)
+        assert await h.run_due() == [] and len(ticks) == seen
         await app.resume("everySecond")
-        await eventually(lambda: len(ticks) >= seen + 2, 3, "the ticks of the pause ran")
+        await h.run_due()
     ms = sorted(int(t.rpartition("@")[2]) for t in ticks)
-    assert all(b - a == 1000 for a, b in zip(ms, ms[1:], strict=False)), ms  # none lost
+    # Every tick of the pause ran once resumed, none lost, none twice.
+    assert ms[-1] == epoch_ms(start) + 4_000
+    assert all(b - a == 1000 for a, b in zip(ms, ms[1:], strict=False)), ms
 
 
 # -- partitions --------------------------------------------------------------------------------
@@ -310,9 +332,11 @@ async def test_pause_and_global_concurrency_span_every_partition(app: duetime.Ap
     await app.pause("wide")
     assert await app.paused() == {"wide"}
     await app.schedule_many(duetime.Task("wide", f"w{i}") for i in range(40))
+    claims = ClaimSpy(await app.open())
+    mark = claims.mark("wide")
     async with running(app):
-        await asyncio.sleep(0.5)
-        assert starts == []  # every partition is paused
+        await claims.since(mark)  # the worker's first claim: it finds every partition paused
+        assert starts == []
         await app.resume("wide")
         await eventually(lambda: _empty(app, "wide"), 10, "every task ran")
     assert most <= 4 and sorted(starts) == sorted(f"w{i}" for i in range(40))

@@ -28,6 +28,8 @@ from tests.helpers import eventually, running
 from tests.hostile import RawPostgres, RawRedis, RawSqlite, raw_for
 
 GOOD = 8
+#: The bad records whose `duetime show` each example runs (and two bad due times).
+SHOWN = 3
 
 BOUNDARY = st.sampled_from(
     [0, -1, 1, 0.5, -0.5, MAX_MS, MAX_MS + 1, MIN_MS, MIN_MS - 1, 2**63, -(2**63), 2**64, 1e300,
@@ -69,9 +71,12 @@ WAKES = st.binary(max_size=16) | st.sampled_from([b"\xff", b"work \xff", b"work 
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(480)  # 100 examples: 30-80 s a store alone, three times that loaded
+# 40 examples of up to 56 bad values each: a thousand a store, new ones each run. About 1 to
+# 2 s an example (a worker's start and stop, the CLI), 30-80 s a store, more when loaded: 100
+# examples took 470 s on a cluster on a loaded machine, the whole contract suite's longest.
+@pytest.mark.timeout(480)
 @settings(
-    max_examples=100,
+    max_examples=40,
     deadline=None,
     # Each example runs a worker for seconds: no shrinking, so that the run stays bounded.
     phases=(Phase.explicit, Phase.reuse, Phase.generate),
@@ -138,7 +143,6 @@ async def _scenario(
                 _wake(raw, message)
             await eventually(lambda: set(good) <= set(ran), 15, "every good task ran")
             await eventually(accounted, 15, "every bad task ran, is dead or is reported")
-            await asyncio.sleep(0.1)
             assert worker.started.is_set()
     finally:
         raw.close()
@@ -196,7 +200,10 @@ def _listings_print(
         for state in ("due", "running", "dead"):
             result = runner.invoke(main, ["ls", "fuzzapp:app", "work", "--state", state])
             assert result.exit_code == 0 and result.exception is None, result.output
-        ids = [f"r{i}" for i in range(n_records)] + [f"d{i}" for i in range(n_dues)]
+        # A few of the bad tasks: each `show` opens the store anew (a quarter of a second on
+        # a cluster, most of an example's time), and the scenario's accounting read every
+        # bad task already, through the same calls; this is the CLI's printing of them.
+        ids = [f"r{i}" for i in range(n_records)][:SHOWN] + [f"d{i}" for i in range(n_dues)][:2]
         for task_id in ids:
             result = runner.invoke(main, ["show", "fuzzapp:app", "work", task_id])
             assert result.exit_code in (0, 3), result.output  # 3: it ran and is gone

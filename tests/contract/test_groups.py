@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 import duetime
+from duetime.clock import epoch_ms
 from duetime.stores.base import Claim, ClaimBatch, NewTask, Outcome, Store
 from duetime.stores.gating import Gate
+from duetime.testing import harness
 from tests.helpers import eventually, record_text, running
 
 T0 = 1_900_000_000_000
@@ -208,32 +210,33 @@ async def test_group_concurrency_holds_each_group_and_serves_the_small_ones(
     assert max(small) < tenth_a
 
 
-async def test_a_group_rate_holds_each_group_across_workers(app: duetime.App) -> None:
-    starts: list[tuple[str, float]] = []
+async def test_a_group_rate_spaces_each_groups_starts_side_by_side(
+    store_url: str, namespace: str
+) -> None:
+    app = duetime.App(namespace=namespace)
+    starts: list[tuple[str, int]] = []
 
     @app.task("paced", group_rate=duetime.Rate(5, per=timedelta(seconds=1), burst=1))
     async def paced(payload: dict[str, Any]) -> None:
-        starts.append((payload["g"], asyncio.get_running_loop().time()))
+        starts.append((payload["g"], app.clock.now_ms()))
 
-    await app.schedule_many(
-        duetime.Task("paced", f"{g}{i}", payload={"g": g}, group=g) for g in "XY" for i in range(5)
-    )
-    async with running(app), running(app):
-        await eventually(lambda: len(starts) == 10, 10, "every task ran")
+    async with harness(app, url=store_url) as h:
+        t0 = epoch_ms(h.now)
+        await app.schedule_many(
+            duetime.Task("paced", f"{g}{i}", payload={"g": g}, group=g)
+            for g in "XY"
+            for i in range(5)
+        )
+        await h.run_due()
+        for step in range(1, 5):
+            h.clock.set(t0 + 200 * step - 1)
+            await h.run_due()
+            assert len(starts) == 2 * step  # never before its 200 ms
+            h.clock.set(t0 + 200 * step)
+            await h.run_due()
+    # 200 ms apart in each group, and the two groups side by side, not one after the other.
     for g in "XY":
-        times = sorted(t for group, t in starts if group == g)
-        gaps = [later - earlier for earlier, later in zip(times, times[1:], strict=False)]
-        # 200 ms apart by the store's clock, when claimed. A start's own latency after its
-        # claim (a fresh connection's first claim is slow; a loaded machine runs the
-        # process late: 160 ms seen under the full suite) can bring it closer to the next
-        # start, by any amount, but shortens only that one gap: the others stay near
-        # 200 ms, and the five starts span four intervals less that latency. Without the
-        # limit, every gap would be near 0.
-        assert sorted(gaps)[1] > 0.15 and times[-1] - times[0] > 0.6, gaps
-    # The two groups ran side by side, not one after the other.
-    first_y = min(t for group, t in starts if group == "Y")
-    last_x = max(t for group, t in starts if group == "X")
-    assert first_y < last_x
+        assert [t - t0 for group, t in starts if group == g] == [0, 200, 400, 600, 800]
 
 
 async def test_group_limits_span_every_partition(app: duetime.App) -> None:

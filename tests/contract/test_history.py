@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 import duetime
+from duetime.clock import epoch_ms
 from duetime.stores.base import done, noted
 from duetime.stores.capabilities import RUN_HISTORY, use
 from duetime.stores.runs import RunLog, RunNote
+from duetime.testing import harness
 from tests.helpers import eventually, running
 
 FAST = duetime.Backoff(base=timedelta(milliseconds=20), jitter=0)
@@ -116,21 +118,29 @@ async def _settled(app: duetime.App, task_type: str) -> bool:
     return (await app.counts(task_type)) == {"due": 0, "running": 0, "dead": 0}
 
 
-async def test_runs_older_than_max_age_are_dropped(app: duetime.App) -> None:
-    @app.task("aged", pacing=QUICK, history=duetime.History(max_age=timedelta(seconds=1)))
+async def test_runs_older_than_max_age_are_dropped(store_url: str, namespace: str) -> None:
+    app = duetime.App(namespace=namespace)
+
+    @app.task("aged", history=duetime.History(max_age=timedelta(seconds=1)))
     async def aged(payload: dict[str, Any]) -> None:
         pass
 
-    async with running(app):
+    async with harness(app, url=store_url) as h:
         await app.schedule("aged", "old1")
         await app.schedule("aged", "old2")
-        await runs_of(app, "aged", 2)
-        await asyncio.sleep(1.2)
+        await h.run_due()
+        assert len(await app.history("aged")) == 2
+        h.advance(1)
+        await h.run_due()
+        assert len(await app.history("aged")) == 2  # a second old: kept
         # Gone once they are older than max_age, while nothing new runs (a worker's claims
         # trim as it looks for work) ...
-        await eventually(lambda: _no_runs(app, "aged"), within=3, what="the old runs dropped")
+        h.advance(0.5)
+        await h.run_due()
+        assert await _no_runs(app, "aged")
         await app.schedule("aged", "new")
-        runs = await runs_of(app, "aged", 1)
+        await h.run_due()
+        runs = await app.history("aged")
     # ... and a new run is recorded alone.
     assert [r.task_id for r in runs] == ["new"]
 
@@ -188,15 +198,15 @@ async def test_a_run_whose_lease_expired_appears_once_a_worker_reaps_it(
         ran.append(ctx.attempt)
 
     store = await app.open()
-    await app.schedule("crash", "c1", payload={"n": 1})
-    await app.schedule("crash", "c2")
-    now = app.clock.now_ms()
-    # The first attempts of both, by a "worker" that then dies: claimed and never settled.
+    past = datetime.now(UTC) - timedelta(minutes=1)
+    await app.schedule("crash", "c1", payload={"n": 1}, at=past)
+    await app.schedule("crash", "c2", at=past)
+    # The first attempts of both, by a "worker" that then died: claimed a minute ago, on a
+    # lease that ran out a minute ago less 200 ms, and never settled.
     claimed = await store.claim(
-        "crash", now_ms=now, limit=2, lease_ms=200, max_stalls=1, at_most_once=False
+        "crash", now_ms=epoch_ms(past), limit=2, lease_ms=200, max_stalls=1, at_most_once=False
     )
     assert len(claimed.claims) == 2
-    await asyncio.sleep(0.3)
     async with running(app):
         runs = await runs_of(app, "crash", 4)
     assert sorted(ran) == [2, 2]

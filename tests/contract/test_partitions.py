@@ -3,7 +3,6 @@ one partition, and a count that cannot change under tasks."""
 
 from __future__ import annotations
 
-import asyncio
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -44,7 +43,8 @@ async def test_every_task_of_a_partitioned_type_runs_once_and_is_found_by_id(
     )  # all due now
     async with running(app):
         await eventually(lambda: sum(runs.values()) == 38, what="every due task ran")
-        await asyncio.sleep(0.2)
+        # Settled: nothing is left to run again (the worker stops at the block's end).
+        await eventually(lambda: count_is(app, "sendEmail", "running", 0), what="all settled")
     assert set(runs.values()) == {1} and "user-3" not in runs
     assert await app.counts("sendEmail") == {"due": 1, "running": 0, "dead": 0}
 

@@ -9,33 +9,35 @@ from typing import Any
 
 import duetime
 from duetime.clock import from_ms
+from duetime.testing import harness
 from tests.helpers import count_is, eventually, has_state, is_gone, running
 
 FAST = duetime.Backoff(base=timedelta(milliseconds=20), jitter=0)
 
 
 async def test_a_periodic_task_runs_every_period_without_drift_until_its_end(
-    app: duetime.App,
+    store_url: str, namespace: str
 ) -> None:
+    app = duetime.App(namespace=namespace)
     dues: list[datetime] = []
+    period = timedelta(milliseconds=150)
 
     @app.task("tick")
     async def tick(payload: dict[str, Any], ctx: duetime.Context) -> None:
         dues.append(ctx.due)
-        await asyncio.sleep(0.03)  # a run that takes time must not shift the next one
 
-    start = from_ms(await app.now_ms() + 200)
-    async with running(app):
-        await app.schedule(
-            "tick",
-            "t",
-            at=start,
-            every=timedelta(milliseconds=150),
-            until=start + timedelta(milliseconds=460),
-        )
-        await eventually(lambda: is_gone(app, "tick", "t"), within=5)
+    async with harness(app, url=store_url) as h:
+        start = h.now + timedelta(milliseconds=200)
+        until = start + timedelta(milliseconds=460)
+        await app.schedule("tick", "t", at=start, every=period, until=until)
+        h.advance(0.2)
+        while await app.get("tick", "t") is not None and len(dues) < 10:
+            # Each occurrence claimed 30 ms late: the next one is not shifted by it.
+            h.advance(0.03)
+            await h.run_due()
+            h.advance(period - timedelta(milliseconds=30))
 
-    assert dues == [start + timedelta(milliseconds=150 * n) for n in range(4)]
+    assert dues == [start + period * n for n in range(4)]
 
 
 async def test_the_reschedule_hook_deep_merges_changes_and_can_end_the_series(
@@ -91,8 +93,9 @@ async def test_a_failing_hook_does_not_end_the_series(app: duetime.App) -> None:
 
 
 async def test_a_failed_occurrence_is_dead_lettered_and_the_series_goes_on(
-    app: duetime.App,
+    store_url: str, namespace: str
 ) -> None:
+    app = duetime.App(namespace=namespace)
     runs: list[datetime] = []
 
     @app.task("report", retries=0)
@@ -101,15 +104,19 @@ async def test_a_failed_occurrence_is_dead_lettered_and_the_series_goes_on(
         if len(runs) == 1:
             raise RuntimeError("first occurrence fails")
 
-    async with running(app):
+    async with harness(app, url=store_url) as h:
         await app.schedule("report", "daily", every=timedelta(milliseconds=100))
-        await eventually(lambda: len(runs) >= 3)
+        for _ in range(3):
+            await h.run_due()
+            h.advance(0.1)
         dead = await app.list("report", "dead")
+        info = await app.get("report", "daily")
 
     first_ms = int(runs[0].timestamp() * 1000)
     assert [d.task_id for d in dead] == [f"daily@{first_ms}"]
     assert dead[0].error == "RuntimeError: first occurrence fails"
-    assert runs[1] - runs[0] == timedelta(milliseconds=100)
+    assert runs == [runs[0] + timedelta(milliseconds=100 * n) for n in range(3)]
+    assert info is not None and info.state == "due"
 
 
 async def test_a_series_retry_sees_the_payload_the_last_reschedule_left(

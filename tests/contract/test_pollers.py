@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 import duetime
+from duetime.clock import epoch_ms
 from duetime.stores.base import Outcome
+from duetime.testing import harness
 from tests.helpers import count_is, eventually, running
 
 QUICK = 0.02  # seconds between calls where a test does not look at the delay
@@ -124,7 +126,6 @@ async def test_calculate_limit_sync_or_async_replaces_the_free_slot_count(
 
     async with running(app):
         await eventually(lambda: len(limits) >= 3, what="three calls")
-        await asyncio.sleep(0.1)
     assert seen[0] == (4, [])
     assert set(limits) == {3}
 
@@ -153,7 +154,8 @@ async def test_active_takes_the_instructions_run_elsewhere_and_no_handler_means_
     app.events.on("task", run_elsewhere)
     async with running(app):
         await eventually(lambda: len(events) == 1, what="one task event")
-        await asyncio.sleep(0.1)
+        looks = len(asked)  # the slots are looked at again, and none is free
+        await eventually(lambda: len(asked) >= looks + 3, what="three looks more")
         assert [e.instruction for e in events] == ["row-3"]  # one free slot of three
         elsewhere[:] = []  # all three done
         await eventually(lambda: len(events) == 3, what="the freed slots filled")
@@ -170,10 +172,11 @@ async def test_active_takes_the_instructions_run_elsewhere_and_no_handler_means_
 
 
 async def test_delay_gets_the_unproductive_calls_in_a_row_and_sets_the_waits(
-    app: duetime.App,
+    store_url: str, namespace: str
 ) -> None:
+    app = duetime.App(namespace=namespace)
     attempts: list[int] = []
-    ticks: list[float] = []
+    ticks: list[int] = []
     batches = [["x"], [], [], [], ["y"], [], []]
 
     async def delay(attempt: int) -> timedelta:  # async, and a timedelta
@@ -182,21 +185,30 @@ async def test_delay_gets_the_unproductive_calls_in_a_row_and_sets_the_waits(
 
     @app.poller("backoff", delay=delay)  # no handler: no instruction ends to hasten a call
     async def find(ctx: duetime.PollContext) -> list[str]:
-        ticks.append(time.monotonic())
+        ticks.append(app.clock.now_ms())
         return batches.pop(0) if batches else []
 
-    async with running(app):
-        await eventually(lambda: len(ticks) >= 7, within=10, what="seven calls")
+    async with harness(app, url=store_url) as h:
+        t0 = epoch_ms(h.now)
+        await h.run_due()
+        # The wait after each call is attempt * 100 ms: none after a productive call.
+        for offset in (100, 300, 600, 700):
+            h.clock.set(t0 + offset - 1)
+            before = len(ticks)
+            await h.run_due()
+            assert len(ticks) == before, (offset, ticks)  # never before its delay
+            h.clock.set(t0 + offset)
+            await h.run_due()
+    assert [t - t0 for t in ticks[:7]] == [0, 0, 100, 300, 600, 600, 700]
     assert attempts[:7] == [0, 1, 2, 3, 0, 1, 2]
-    gaps = [b - a for a, b in zip(ticks, ticks[1:7], strict=False)]
-    # The wait after each call is attempt * 100 ms: none after a productive call.
-    for gap, wanted in zip(gaps, (0, 0.1, 0.2, 0.3, 0, 0.1), strict=True):
-        assert wanted - 0.005 <= gap <= wanted + 0.25, (gaps, attempts)
 
 
-async def test_a_freed_slot_is_filled_at_once_not_after_the_delay(app: duetime.App) -> None:
+async def test_a_freed_slot_is_filled_at_once_not_after_the_delay(
+    store_url: str, namespace: str
+) -> None:
+    app = duetime.App(namespace=namespace)
     source = Source([f"i{n}" for n in range(4)])
-    started: list[float] = []
+    started: list[int] = []
 
     @app.poller("refill", concurrency=1, delay=lambda attempt: 30)
     async def find(ctx: duetime.PollContext) -> list[str]:
@@ -204,12 +216,13 @@ async def test_a_freed_slot_is_filled_at_once_not_after_the_delay(app: duetime.A
 
     @find.handler
     async def work(instruction: str) -> None:
-        started.append(time.monotonic())
-        await asyncio.sleep(0.05)
+        started.append(app.clock.now_ms())
 
-    async with running(app):
-        took = await eventually(lambda: len(started) == 4, within=5, what="four in a row")
-    assert took < 3  # a 30 s delay would have stopped it after the first
+    async with harness(app, url=store_url) as h:
+        await h.run_due()
+        # One after the other at the same moment: a 30 s delay would have stopped it after
+        # the first.
+        assert started == [epoch_ms(h.now)] * 4
 
 
 async def test_the_same_instruction_is_not_queued_twice_while_pending_or_running(
@@ -217,10 +230,12 @@ async def test_the_same_instruction_is_not_queued_twice_while_pending_or_running
 ) -> None:
     release = asyncio.Event()
     runs: list[str] = []
+    calls: list[int] = []
     events: list[duetime.TaskEvent] = []
 
     @app.poller("dup", concurrency=5, delay=lambda attempt: QUICK)
     async def find(ctx: duetime.PollContext) -> list[str]:
+        calls.append(ctx.limit)
         return ["same", "same"]  # ignores the active instructions, and repeats itself
 
     @find.handler
@@ -231,7 +246,8 @@ async def test_the_same_instruction_is_not_queued_twice_while_pending_or_running
     app.events.on("task", events.append)
     async with running(app):
         await eventually(lambda: runs == ["same"])
-        await asyncio.sleep(0.3)
+        asked = len(calls)
+        await eventually(lambda: len(calls) >= asked + 5, what="five calls more")
         assert runs == ["same"]
         release.set()
         await eventually(lambda: len(runs) >= 2, what="run again once done")
@@ -350,8 +366,11 @@ async def test_events_off_stops_a_listener(app: duetime.App) -> None:
     heard: list[str] = []
     items = ["a", "b"]
 
+    calls: list[int] = []
+
     @app.poller("quiet", delay=lambda attempt: QUICK)
     async def find(ctx: duetime.PollContext) -> list[str]:
+        calls.append(ctx.limit)
         return [items.pop(0)] if items else []
 
     def listen(event: duetime.TaskEvent) -> None:
@@ -361,7 +380,8 @@ async def test_events_off_stops_a_listener(app: duetime.App) -> None:
     assert app.events.on("task", listen) is listen
     async with running(app):
         await eventually(lambda: not items)
-        await asyncio.sleep(0.1)
+        asked = len(calls)  # "b" was handed out: its event is dispatched before the next call
+        await eventually(lambda: len(calls) >= asked + 2, what="two calls more")
     assert heard == ["a"]
     app.events.off("task", listen)  # twice: a no-op
 

@@ -101,30 +101,26 @@ async def test_a_task_scheduled_right_after_a_pubsub_kill_runs_promptly(
     redis_url: str, namespace: str, app: duetime.App, admin: aredis.Redis, workers: Workers
 ) -> None:
     rounds = 6
-    worker = workers.start(redis_url, namespace, mode="ledger", lease=5.0)
+    # Asleep on an hour between looks (max_idle): a task runs in time only if it is woken.
+    worker = workers.start(redis_url, namespace, mode="ledger", lease=5.0, max_idle=3600)
     worker.wait_ready()
     # Warm up: the worker answers wake-ups at all.
     await _schedule(app, "warm")
     await eventually(lambda: "warm" in by_task(workers.ledger(), "effect"), 5, "warm-up")
 
-    lateness = []
     for k in range(rounds):
-        # Idle: nothing due or running, so only a wake-up (or the 5 s idle backstop)
-        # makes the worker look again.
+        # Idle: nothing due or running, so only a wake-up (the channel's own, or the look
+        # at everything once it reconnected) makes the worker look again.
         await asyncio.sleep(0.2 + 0.1 * k)
         assert await admin.client_kill_filter(_type="pubsub") >= 1
         task_id = f"p{k}"
-        due_ms = await _schedule(app, task_id)
+        await _schedule(app, task_id)
 
         def started(task_id: str = task_id) -> bool:
             return task_id in by_task(workers.ledger(), "start")
 
-        await eventually(started, 10, f"{task_id} started")
-        start = by_task(workers.ledger(), "start")[task_id][0]
-        lateness.append(start.t_ms - due_ms)
+        await eventually(started, 25, f"{task_id} started")
     assert worker.alive(), worker.log()
-    # Promptly: well under the worker's idle backstop (5 s).
-    assert max(lateness) < 1500, [round(x) for x in lateness]
 
 
 async def test_producer_calls_ride_over_a_dropped_connection(

@@ -172,7 +172,8 @@ async def test_a_pause_holds_through_a_restart_of_every_worker_until_resumed(
         w.signal(signal.SIGTERM)
     for w in procs:
         assert w.wait_exit(15) == 0, workers.logs()
-    again = [workers.start(redis_url, namespace) for _ in range(2)]
+    # Asleep on an hour between looks (max_idle): only the resume's wake-up starts them.
+    again = [workers.start(redis_url, namespace, max_idle=3600) for _ in range(2)]
     for w in again:
         w.wait_ready()
     await asyncio.sleep(max(0.0, 3.5 - (datetime.now(UTC) - start).total_seconds()))
@@ -180,9 +181,7 @@ async def test_a_pause_holds_through_a_restart_of_every_worker_until_resumed(
     assert quiet == [], quiet
     assert (await app.counts("work"))["due"] > 0
 
-    resumed_ms = wall_ms()
     await app.resume("work")
-    await eventually(lambda: len(counts(workers.ledger(), "effect")) == 40, 5, "all ran")
+    await eventually(lambda: len(counts(workers.ledger(), "effect")) == 40, 25, "all ran")
     late = [e for e in workers.ledger() if e.kind == "start" and e.t_ms > paused_ms + 1000]
     assert late and all(e.pid in {w.pid for w in again} for e in late)
-    assert max(e.t_ms for e in late) - resumed_ms < 1000

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from pathlib import Path
@@ -148,8 +147,9 @@ async def test_terminated_connections_and_listen_connection_lose_nothing(
     url: str, namespace: str, app: duetime.App, workers: Workers
 ) -> None:
     name = f"w_{namespace}"
-    # max_idle 30 s: a task run within seconds was woken, not found by a look-around.
-    worker = workers.start(url, namespace, mode="sleep:0.002", lease=5.0, max_idle=30,
+    # max_idle an hour: a task run within the test's deadline was woken, not found by a
+    # look-around.
+    worker = workers.start(url, namespace, mode="sleep:0.002", lease=5.0, max_idle=3600,
                            concurrency=CONCURRENCY).wait_ready()  # fmt: skip
     producer = asyncio.create_task(_schedule_all(app))
     with psycopg.connect(fresh_admin_url(url), autocommit=True) as admin:
@@ -168,17 +168,15 @@ async def test_terminated_connections_and_listen_connection_lose_nothing(
         _check(effects, rounds * CONCURRENCY)
 
         # The LISTEN connection came back by itself: tasks scheduled into an idle worker
-        # run at once, not at its next look-around (max_idle, 30 s here).
+        # woken, not at its next look-around (max_idle, an hour here).
         def listening() -> bool:
             return any(q.startswith("LISTEN") for _, q in _backends(admin, name))
 
         await eventually(listening, 10, "the worker listens again")
         for late in ("late0", "late1", "late2"):
             await asyncio.sleep(0.5)
-            sent = time.monotonic()
             await app.schedule("work", late)
-            await eventually(partial(_ran, workers, late), 5, late)
-            assert time.monotonic() - sent < 3.0  # woken: a look-around takes 30 s
+            await eventually(partial(_ran, workers, late), 25, late)  # woken: no look-around
     assert worker.alive(), worker.log()
 
 
@@ -227,7 +225,7 @@ async def test_a_server_restart_mid_run_loses_nothing(
     app = duetime.App(url, namespace=namespace)
     app.declare("work")
     try:
-        worker = workers.start(url, namespace, mode="sleep:0.002", lease=30.0, max_idle=30,
+        worker = workers.start(url, namespace, mode="sleep:0.002", lease=30.0, max_idle=3600,
                                concurrency=CONCURRENCY).wait_ready()  # fmt: skip
         await _schedule_all(app)
         await eventually(lambda: len(counts(workers.ledger(), "effect")) >= N // 5, 60, "a fifth")
@@ -239,13 +237,10 @@ async def test_a_server_restart_mid_run_loses_nothing(
         # The lease outlasts the outage, so a repeat means an outcome lost with the server
         # (its settle's reply never came): at most the tasks running as it went down.
         _check(effects, CONCURRENCY)
-        # Scheduled after the restart: run at once (wake-ups work again).
-        sent = time.monotonic()
+        # Scheduled after the restart: woken (wake-ups work again), not found by the
+        # worker's next look-around (max_idle, an hour).
         await app.schedule("work", "after")
-        await eventually(lambda: "after" in counts(workers.ledger(), "effect"), 5, "after ran")
-        # Woken, not found by the worker's next look-around (max_idle, 30 s); a loaded
-        # machine has taken 1.7 s.
-        assert time.monotonic() - sent < 3.5
+        await eventually(lambda: "after" in counts(workers.ledger(), "effect"), 25, "after ran")
         assert worker.alive(), worker.log()
     finally:
         await app.close()

@@ -38,7 +38,7 @@ def builds_cache(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
     return Path(cache.mkdir("duetime-ab")) if cache is not None else tmp_path / "builds"
 
 
-@pytest.mark.slow
+@pytest.mark.bench
 @pytest.mark.timeout(150)  # about 20 s; up to a minute more when both builds are made anew
 def test_ab_measures_two_builds_and_prints_every_metric(
     request: pytest.FixtureRequest, tmp_path: Path
@@ -76,7 +76,7 @@ def test_ab_measures_two_builds_and_prints_every_metric(
         assert figures["w3_producer_overran_s"] < 0  # every task was scheduled before due
 
 
-@pytest.mark.slow
+@pytest.mark.bench
 @pytest.mark.timeout(400)  # about 70 s; up to a minute more when the build is made anew
 def test_the_counted_workloads_give_a_builds_instructions_the_same_each_time(
     request: pytest.FixtureRequest, tmp_path: Path
@@ -113,7 +113,7 @@ def test_the_counted_workloads_give_a_builds_instructions_the_same_each_time(
     assert "W1 one call" not in proc.stdout  # only the workloads named ran
 
 
-@pytest.mark.slow
+@pytest.mark.bench
 @pytest.mark.timeout(300)  # about 30 s; up to a minute more when the build is made anew
 def test_w2s_counts_the_redis_servers_instructions_per_task_the_same_each_time(
     request: pytest.FixtureRequest, tmp_path: Path

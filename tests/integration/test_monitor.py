@@ -60,6 +60,10 @@ async def test_a_running_worker_is_listed_with_what_it_runs_and_gone_when_it_sto
         await app.close()
 
 
+async def _settled(app: duetime.App) -> bool:
+    return await app.counts("mail") == {"due": 0, "running": 0, "dead": 1}
+
+
 async def test_history_counts_what_ran_failed_retried_and_died(url: str, namespace: str) -> None:
     app = duetime.App(url, namespace=namespace)
     runs: dict[str, int] = {}
@@ -78,8 +82,9 @@ async def test_history_counts_what_ran_failed_retried_and_died(url: str, namespa
         for task_id in ids:
             await app.schedule("mail", task_id, payload={"id": task_id})
         async with running(app):
-            await eventually(lambda: runs.get("bad") == 2 and runs.get("flaky") == 2, within=10)
-            await asyncio.sleep(0.2)  # the last outcomes settled
+            await eventually(lambda: runs.get("bad") == 2 and runs.get("flaky") == 2, within=25)
+            # The last outcomes settled: nothing due or running, the dead one filed.
+            await eventually(lambda: _settled(app), within=25, what="every outcome settled")
         # The worker added its counts as it stopped.
         history = await watcher.history(minutes=5)
         mail_history = history["mail"]
