@@ -40,12 +40,10 @@ async def test_a_merge_follows_the_deep_merge_rules(
 
 
 async def test_a_merge_into_a_task_that_changes_between_every_look_never_gives_up(
-    app: duetime.App, store_url: str
+    app: duetime.App,
 ) -> None:
     """A series written again before each of the merge's sends (faster than two round trips):
     the merge is made inside the store, against what it holds then."""
-    if store_url.startswith(("redis", "rediss")):
-        pytest.xfail("the Redis store still merges by compare-and-set (schedule_if.lua)")
     inner = await app.open()
     store = use(inner, CONDITIONAL)
     await app.schedule("mail", "s1", at=AT, payload={"n": 0})
