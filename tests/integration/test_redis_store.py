@@ -398,6 +398,7 @@ async def test_a_resent_conditional_write_answers_as_the_first_send_did(
     keys = [k.due, k.data, k.dead, k.meta, k.lease, call_key(k, "w1"), k.order, k.lane]
     keys += (k.group, k.groups, k.ready, finished_key(k, "u1"))
     args = ["ch", "mail", now, 15_000, "u1", now, marked, "replace", 3_600_000, "", "0", 0, ""]
+    args += ["", 0]
     first = await store._run("schedule_if", keys, args)
     assert first == [1, str(now).encode(), b""]
     (c,) = (

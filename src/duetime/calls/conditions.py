@@ -2,14 +2,15 @@
 producer asks of the store's conditional writes, and the merge into a pending payload.
 
 The store judges each task against what its id holds, in the same atomic step as the write
-(:meth:`~duetime.stores.capabilities.ConditionalSchedule.schedule_if`). A merge is the one
-step that needs Python: the deep merge (:func:`~duetime.triggers.periodic.deep_merge`) of
-the payload given into the pending one. It is a compare-and-set: the first send assumes
-nothing is pending (a new task costs one round trip); when something is, the store answers
-with its record, the merge is made here from that record, and sent again on the condition
-that the pending task is still the one it was made from. A worker settling the task or
-another producer merging into it meanwhile makes the store answer again with what is
-pending now, and the merge is made again from that: nothing is lost, nothing half-written.
+(:meth:`~duetime.stores.capabilities.ConditionalSchedule.schedule_if`). A merge sends the
+payload given with the task: the SQL stores deep-merge it
+(:func:`~duetime.stores.merging.merged_record`) into what is pending in their write
+transaction, the row locked, so a merge never meets a change and never gives up. The Redis
+store instead answers with the pending record; the merge is then made here from that record
+and sent again on the condition that the pending task is still the one it was made from (a
+compare-and-set). A worker settling the task or another producer merging into it meanwhile
+makes it answer again with what is pending now, and the merge is made again from that:
+nothing is lost, nothing half-written.
 """
 
 from __future__ import annotations
@@ -18,13 +19,13 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from duetime.calls.newtask import unique_ms
-from duetime.errors import SchemaError, StoreError, ValidationError
+from duetime.errors import StoreError
 from duetime.model import Task
-from duetime.record import Record
 from duetime.stores.base import NewTask
 from duetime.stores.capabilities import ConditionalSchedule
 from duetime.stores.conditional import Answer, Condition, Mode, Pending
-from duetime.validate import encode_payload
+from duetime.stores.merging import merged_record
+from duetime.validate import dump_json
 
 #: How many times a merge is made again because the pending task changed under it (a run
 #: settled, another producer merged): each time, another write went through, so this is
@@ -87,12 +88,26 @@ async def write(
     (``written``, ``kept`` or ``recent``).
 
     Raises:
-        ValidationError: a merged payload is over ``max_payload_bytes`` (nothing of that
-            task is written; the tasks merged before it in the batch are).
+        ValidationError: a merged payload is over ``max_payload_bytes`` (a SQL store,
+            which merges in its transaction, writes nothing of the batch; the Redis store
+            nothing of that task, and the tasks merged before it in the batch are).
         SchemaError: a pending task to merge into has a record that cannot be read.
-        StoreError: a merge kept meeting changes for :data:`MERGE_TRIES` sends.
+        StoreError: a merge kept meeting changes for :data:`MERGE_TRIES` sends (only a
+            store that merges by compare-and-set: Redis).
     """
-    conditions = [Condition(w.new, w.mode, w.unique_ms, keep_due=w.keep_due) for w in tasks]
+    conditions = [
+        Condition(w.new, w.mode, w.unique_ms, keep_due=w.keep_due)
+        if w.mode != "merge"
+        else Condition(
+            w.new,
+            w.mode,
+            w.unique_ms,
+            keep_due=w.keep_due,
+            changes=_changes(w),
+            max_bytes=max_payload_bytes,
+        )
+        for w in tasks
+    ]
     answers: list[Answer | None] = [None] * len(tasks)
     todo = list(range(len(tasks)))
     for _ in range(MERGE_TRIES):
@@ -115,34 +130,17 @@ async def write(
 
 
 def merged(w: Wanted, pending: Pending, record: str, max_payload_bytes: int) -> Condition:
-    """The condition to send for ``w`` (a merge) once the store said what is pending: the
-    pending payload with ``w``'s deep-merged into it, on the condition that it is still
-    pending as it is.
-
-    Into a task that waits, only the payload changes: its trigger, occurrence, attempts and
-    traceback stay. A task that only runs gets a new occurrence (the run's outcome will not
-    overwrite it) with the merged payload and its trigger, due as ``w`` says.
+    """The condition to send for ``w`` (a merge) to a store that answered ``changed``: the
+    pending payload with ``w``'s deep-merged into it
+    (:func:`~duetime.stores.merging.merged_record`), on the condition that it is still
+    pending as it is; due as ``w`` says.
     """
     if pending == "none":  # it went: written as given, on the condition that none comes
         return Condition(w.new, "merge", w.unique_ms, keep_due=w.keep_due)
-    try:
-        stored = Record.decode(record)
-    except SchemaError as exc:
-        raise SchemaError(
-            f"task {w.new.id!r}: the pending task's record cannot be merged into ({exc}); "
-            "schedule it with if_exists='replace' to write over it"
-        ) from None
-    try:
-        from duetime.triggers.periodic import deep_merge  # a merge's, imported by the first
-
-        payload = encode_payload(deep_merge(stored.payload, w.payload or {}), max_payload_bytes)
-    except ValidationError as exc:
-        raise type(exc)(exc.field, f"merged into the pending one, {exc.problem}") from None
-    unique = w.unique_ms or stored.unique_ms
-    if pending == "waits":
-        failures, trace = stored.failures, stored.traceback
-        into = Record(payload, stored.trigger, stored.occurrence_ms, failures, trace, unique)
-    else:
-        into = Record(payload, stored.trigger, None, 0, None, unique)
-    new = w.new._replace(record=into.encode())
+    into = merged_record(w.new.id, record, pending, _changes(w), w.unique_ms, max_payload_bytes)
+    new = w.new._replace(record=into)
     return Condition(new, "merge", w.unique_ms, pending, record, w.keep_due)
+
+
+def _changes(w: Wanted) -> str:
+    return dump_json(w.payload or {})

@@ -42,6 +42,11 @@ class Condition(NamedTuple):
         expected: ``merge``: the pending task's record then ("" when none was pending).
         keep_due: ``merge``: a task that waits keeps its due time (else it moves to
             ``task.due_ms``).
+        changes: ``merge``: the JSON text of the payload to merge in ("" for none). A store
+            that merges in its own atomic step (the SQL stores) merges it into what is
+            pending then (:func:`~duetime.stores.merging.merged_record`) and never answers
+            ``changed``; one that does not ignores it.
+        max_bytes: ``merge`` with ``changes``: the most bytes the merged payload may hold.
     """
 
     task: NewTask
@@ -50,6 +55,8 @@ class Condition(NamedTuple):
     pending: Pending = "none"
     expected: str = ""
     keep_due: bool = False
+    changes: str = ""
+    max_bytes: int = 0
 
 
 class Answer(NamedTuple):
@@ -85,3 +92,21 @@ def check_conditions(tasks: Sequence[Condition]) -> None:
             raise StoreRefused(f"bad arguments: task {n} of a conditional write")
     if len({c.task.id for c in tasks}) != len(tasks):
         raise StoreRefused("bad arguments: an id given twice in a conditional write")
+
+
+def in_store(c: Condition, pending: Pending, record: str) -> Condition:
+    """``c``, a merge with ``changes``, made against what is pending now (``pending``, its
+    ``record``), by a store that holds the id still until its write ends: the condition
+    that is then met (see :func:`~duetime.stores.merging.merged_record`).
+
+    Raises:
+        SchemaError: the pending record cannot be read.
+        ValidationError: the merged payload is over ``c.max_bytes``.
+    """
+    if pending == "none":
+        return c._replace(pending="none", expected="", changes="")
+    from duetime.stores.merging import merged_record  # a merge's, imported by the first
+
+    task = c.task
+    into = merged_record(task.id, record, pending, c.changes, c.unique_ms, c.max_bytes)
+    return c._replace(task=task._replace(record=into), pending=pending, expected=record)

@@ -16,6 +16,7 @@ from duetime.stores.base import NewTask, Outcome
 from duetime.stores.gating import Gate
 from duetime.stores.postgres import schema
 from duetime.stores.postgres.config import parse_postgres_url
+from duetime.stores.postgres.connection import connect_kwargs
 from duetime.stores.postgres.groups import claim_params
 from duetime.stores.postgres.queries import Q
 from duetime.stores.postgres.store import PostgresStore
@@ -39,10 +40,9 @@ async def _opened(url: str) -> PostgresStore:
 
 
 def _connect(url: str) -> psycopg.Connection[Any]:
+    """A connection set up as the store sets up its own."""
     config = parse_postgres_url(url, namespace="n")
-    return psycopg.connect(
-        config.conninfo, autocommit=True, options=f"-c search_path={config.schema}"
-    )
+    return psycopg.connect(config.conninfo, autocommit=True, **connect_kwargs(config))
 
 
 async def test_claimers_at_once_never_start_more_of_a_group_than_its_limit(url: str) -> None:
@@ -117,7 +117,6 @@ async def test_a_grouped_claim_reads_no_more_than_its_groups_first_tasks(url: st
                 **claim_params(gate, 100),
             }
             with conn.transaction():
-                conn.execute(Q.claim_plan)
                 cur = conn.execute(b"EXPLAIN (ANALYZE, FORMAT JSON) " + Q.claim_grouped, params)
                 plan = cur.fetchone()
                 assert plan is not None

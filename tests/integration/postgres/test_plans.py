@@ -2,7 +2,8 @@
 about the batch's rows, never every task of the type, whatever the statistics say: none yet
 (a table filled since its last ANALYZE, which made each claim sort every due task) or some
 taken when every task was due (which made a settle compare each running task with each
-outcome)."""
+outcome), and never compiled by JIT (whose cost estimate, on a table without statistics,
+made the planner compile the priority claim for over a second)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 from duetime.stores import open_store
 from duetime.stores.base import Claim, NewTask
 from duetime.stores.postgres.config import parse_postgres_url
+from duetime.stores.postgres.connection import connect_kwargs
 from duetime.stores.postgres.queries import Q
 from duetime.stores.postgres.store import PostgresStore
 from tests.postgres import fresh_schema
@@ -50,10 +52,9 @@ async def store(request: pytest.FixtureRequest, url: str) -> AsyncIterator[Postg
 
 
 def _connect(url: str) -> psycopg.Connection[Any]:
+    """A connection set up as the store sets up its own."""
     config = parse_postgres_url(url, namespace="n")
-    return psycopg.connect(
-        config.conninfo, autocommit=True, options=f"-c search_path={config.schema}"
-    )
+    return psycopg.connect(config.conninfo, autocommit=True, **connect_kwargs(config))
 
 
 def _qid(url: str) -> int:
@@ -75,15 +76,21 @@ def _rows_read(plan: dict[str, Any]) -> int:
     return int(own) + sum(_rows_read(child) for child in plan.get("Plans", []))
 
 
+#: JIT's thresholds at 0: any statement the store lets JIT compile is compiled here.
+_JIT_EAGER = b"SELECT set_config(name, '0', true) FROM pg_settings WHERE name LIKE 'jit_%_cost'"
+
+
 def _read_by(url: str, statements: list[tuple[bytes, dict[str, Any]]]) -> list[int]:
     """Run each statement under EXPLAIN ANALYZE, in order, in one transaction then rolled
-    back; the rows each read."""
+    back, with JIT as eager as it can be; the rows each read. Fails when JIT compiled one."""
     read = []
     with _connect(url) as conn, conn.transaction():
+        conn.execute(_JIT_EAGER)
         for statement, params in statements:
             cur = conn.execute(b"EXPLAIN (ANALYZE, FORMAT JSON) " + statement, params)
             row = cur.fetchone()
             assert row is not None
+            assert "JIT" not in row[0][0], f"JIT compiled {statement[:60]!r}"
             read.append(_rows_read(row[0][0]["Plan"]))
         raise psycopg.Rollback
     return read
@@ -104,9 +111,9 @@ async def test_a_claim_walks_the_due_index_and_updates_by_key(
     now = int(await store.time_ms())
     params = {"qid": _qid(url), "now": now, "max_stalls": 3, "at_most_once": False}
     claim = {**params, "horizon": now, "limit": BATCH, "deadline": now + 60_000}
-    # As the store's claim transaction runs them, claim_plan first.
-    statements = [(Q.claim_plan, {}), (Q.reap, {**params, "batch": 1000}), (Q.claim, claim)]
-    _, reap, leased = _read_by(url, statements)
+    # As the store's claim transaction runs them.
+    statements = [(Q.reap, {**params, "batch": 1000}), (Q.claim, claim)]
+    reap, leased = _read_by(url, statements)
     assert reap <= MOST_ROWS and leased <= MOST_ROWS, (reap, leased)
 
 
@@ -138,3 +145,29 @@ async def test_a_lease_renewal_finds_its_tasks_by_key(store: PostgresStore, url:
     params |= {"ids": [c.id for c in claims], "tokens": [c.token for c in claims]}
     (extended,) = _read_by(url, [(Q.extend_lease, params)])
     assert extended <= MOST_ROWS
+
+
+async def test_a_gated_claim_walks_the_due_index_and_updates_by_key(
+    store: PostgresStore, url: str
+) -> None:
+    now = int(await store.time_ms())
+    qid = _qid(url)
+    claim = {"qid": qid, "now": now, "horizon": now, "limit": BATCH, "deadline": now + 60_000}
+    claim |= {"interval": 0, "burst": 1, "max_running": 100_000}
+    statements = [(Q.lock_gate, {"qid": qid}), (Q.claim_gated, claim)]
+    _, leased = _read_by(url, statements)
+    assert leased <= MOST_ROWS, leased
+
+
+async def test_the_worker_s_looks_and_a_write_read_about_their_rows(
+    store: PostgresStore, url: str
+) -> None:
+    """next_ms and head_due (index seeks), and a conditional write's read of its id."""
+    qid = _qid(url)
+    statements: list[tuple[bytes, dict[str, Any]]] = [
+        (Q.next_ms, {"qid": qid, "count_running": False}),
+        (Q.head_due, {"qid": qid}),
+        (Q.pending, {"qid": qid, "id": "t7"}),
+    ]
+    read = _read_by(url, statements)
+    assert all(n <= MOST_ROWS for n in read), read

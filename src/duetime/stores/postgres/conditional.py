@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from duetime.errors import StoreError
 from duetime.stores.base import Outcome
-from duetime.stores.conditional import Answer, Condition, Pending
+from duetime.stores.conditional import Answer, Condition, Pending, in_store
 from duetime.stores.postgres.connection import Conn
 from duetime.stores.postgres.groups import give_groups
 from duetime.stores.postgres.ops import Queues, give_lanes, wake, write
@@ -47,7 +47,7 @@ async def schedule_if(
 async def _one(
     conn: Conn, queues: Queues, qid: int, task_type: str, c: Condition, now_ms: int
 ) -> Answer:
-    task = c.task
+    task, asked = c.task, c
     key = {"qid": qid, "id": task.id}
     for _ in range(RACE_TRIES):
         cur = await conn.execute(Q.pending, key)
@@ -65,6 +65,9 @@ async def _one(
             record = held if pending != "none" else ""
         if c.mode == "keep" and pending != "none":
             return Answer("kept", waits if pending == "waits" else runs)
+        if asked.mode == "merge" and asked.changes:  # merged here: the row is locked
+            c = in_store(asked, pending, record)
+            task = c.task
         if c.mode == "merge" and (pending, record) != (c.pending, c.expected):
             return Answer("changed", None, pending, record)
         if c.mode == "merge" and pending == "waits":

@@ -30,11 +30,29 @@ POOL_TIMEOUT_SECONDS = 10.0
 _GONE = ("08", "57P")
 
 
+#: The planner settings of every connection (see :func:`connect_kwargs`).
+PLAN_OPTIONS = "-c enable_sort=off -c enable_bitmapscan=off -c jit=off"
+
+
 def connect_kwargs(config: PostgresConfig) -> dict[str, Any]:
-    """Settings of every connection: duetime's schema first on the search path (after the
-    options the URL gives libpq), and a name in pg_stat_activity."""
+    """Settings of every connection: duetime's schema first on the search path and
+    :data:`PLAN_OPTIONS` (after the options the URL gives libpq, so these hold), and a
+    name in pg_stat_activity.
+
+    Every statement of duetime walks one index in its order and stops early (ORDER BY ...
+    LIMIT, or a key lookup), which beats a sort of every matching row by far; with sorts
+    and bitmap scans priced out, the planner takes that path whatever the table's
+    statistics say. Without them, a table filled since its last ANALYZE (a burst of tasks
+    scheduled moments ago: autovacuum analyzes it up to a minute later), or never analysed,
+    looked small to the planner, which then sorted every due task of the type for each
+    claim or look. A sort a statement must still make (the first tasks of each priority,
+    a few rows) is made all the same. JIT is off: with sorts priced out, the cost given to
+    such a statement is far over ``jit_above_cost``, and compiling it took over a second,
+    for a statement that runs in about a millisecond.
+    """
     given = libpq.conninfo_to_dict(config.conninfo)
-    options = f"{given.get('options') or ''} -c search_path={config.schema}".strip()
+    options = f"{given.get('options') or ''} -c search_path={config.schema} {PLAN_OPTIONS}"
+    options = options.strip()
     return {
         "options": options,
         "application_name": given.get("application_name") or "duetime",

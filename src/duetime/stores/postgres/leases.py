@@ -65,7 +65,6 @@ async def claim(
     claim_params.update(_gate_params(gate, limit))
     count_running = gate is not None and gate.max_running > 0
     async with conn.pipeline(), conn.transaction():
-        await conn.execute(Q.claim_plan)
         if gate is not None:
             await conn.execute(Q.lock_gate, {"qid": qid})
         reaping = await conn.execute(Q.reap, reap_params)

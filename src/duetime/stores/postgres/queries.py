@@ -43,7 +43,6 @@ class Queries(NamedTuple):
     reap: bytes
     vacate: bytes
     claim: bytes
-    claim_plan: bytes
     settle_drop: bytes
     settle_drop_logged: bytes
     add_runs: bytes

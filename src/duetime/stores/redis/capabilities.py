@@ -114,6 +114,7 @@ class RedisCapabilities:
                 expected = "" if c.pending == "none" else _PENDING_CODE[c.pending] + c.expected
                 args += (c.task.id, c.task.due_ms, c.task.record, c.mode, c.unique_ms)
                 args += (expected, "1" if c.keep_due else "0", c.task.priority, c.task.group)
+                args += (c.changes, c.max_bytes)
             reply = await self._run("schedule_if", keys, args)
             answers += (_answer(*reply[i : i + 3]) for i in range(0, len(reply), 3))
         return answers

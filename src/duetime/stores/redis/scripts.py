@@ -30,7 +30,7 @@ _PREAMBLE = "_preamble.lua"
 INCLUDES = {
     "claim_due": ("_gate.lua", "_lanes.lua", "_groups.lua"),
     "schedule": ("_lanes.lua", "_groups.lua"),
-    "schedule_if": ("_lanes.lua", "_groups.lua"),
+    "schedule_if": ("_lanes.lua", "_groups.lua", "_merge.lua"),
     "settle": ("_lanes.lua", "_groups.lua"),
     "revive": ("_lanes.lua", "_groups.lua"),
     "hasten": ("_lanes.lua", "_groups.lua"),

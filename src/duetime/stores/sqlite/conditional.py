@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from duetime.stores import wire
 from duetime.stores.base import Outcome
-from duetime.stores.conditional import Answer, Condition, Pending
+from duetime.stores.conditional import Answer, Condition, Pending, in_store
 from duetime.stores.sqlite import groups, lanes
 from duetime.stores.sqlite.ops import Queues, Wake, head_due, wake_if_earlier
 from duetime.stores.sqlite.queries import Q
@@ -48,6 +48,9 @@ def _one(conn: sqlite3.Connection, qid: int, c: Condition, now_ms: int) -> Answe
             record = wire.text(row[3])
     if c.mode == "keep" and pending != "none":
         return Answer("kept", wire.ms(row[1] if pending == "waits" else row[2]))
+    if c.mode == "merge" and c.changes:  # merged here, in the write transaction
+        c = in_store(c, pending, record)
+        task = c.task
     if c.mode == "merge" and (pending, record) != (c.pending, c.expected):
         return Answer("changed", None, pending, record)
     if c.mode == "merge" and pending == "waits":

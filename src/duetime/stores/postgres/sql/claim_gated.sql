@@ -7,7 +7,8 @@
 -- workers).
 -- Parameters: %(qid)s, %(horizon)s, %(limit)s, %(deadline)s, %(now)s, %(interval)s (the
 -- rate's ms between starts, 0: none), %(burst)s (>= 1), %(max_running)s (0: none).
--- Priorities as in claim.sql.
+-- Priorities as in claim.sql; the rows to update are found by their primary key, as there
+-- (a join with the picked ids could be planned as a scan of every task of the type).
 -- Returns rows: as claim.sql.
 WITH RECURSIVE
 -- include _gate_allowed.sql
@@ -22,8 +23,7 @@ WITH RECURSIVE
         dead_ms = CASE WHEN t.record IS NULL THEN %(now)s ELSE t.dead_ms END,
         error = CASE WHEN t.record IS NULL THEN 'no record for this id: moved aside'
                      ELSE t.error END
-    FROM picked
-    WHERE t.qid = %(qid)s AND t.id = picked.id
+    WHERE t.qid = %(qid)s AND t.id = ANY (ARRAY(SELECT id FROM picked))
     RETURNING t.id, CASE WHEN t.record IS NULL THEN NULL ELSE t.token END AS token, t.stalls,
               t.claimed_due_ms, t.record, t.priority
 ), took AS (

@@ -7,6 +7,10 @@
 --     nothing written (settle.lua sets the key, which expires by itself);
 --   keep, and a task is pending: 'kept', with the pending task's due time (its run's,
 --     when it only runs);
+--   merge with changes: the changes are deep-merged into what is pending now (see
+--     _merge.lua), in this step, and the merged task written as below (a merge that
+--     cannot be read here, or whose payload would be over its most bytes, is answered
+--     'changed', for the caller to merge and say what is wrong);
 --   merge, and what is pending is not what the caller found (expected): 'changed', with
 --     what is pending now; the caller merges into that and sends again;
 --   merge into a task that waits: its record is replaced, and its due time unless
@@ -33,10 +37,12 @@
 -- KEYS[11 + i] the i-th task's finished key (STRING: when a run of it finished, ms)
 -- ARGV[1] wake channel, ARGV[2] task type (the first word of a wake message)
 -- ARGV[3] now ms, ARGV[4] how long to keep the reply for a resent call (ms)
--- ARGV[5..] per task nine values: id, due ms, record, mode ('replace', 'keep' or
+-- ARGV[5..] per task eleven values: id, due ms, record, mode ('replace', 'keep' or
 --   'merge'), unique ms ('0' for none), expected (merge: '' when the caller found nothing
 --   pending, else 'w' (waits) or 'r' (only runs) followed by the pending record), keep_due
---   ('1' or '0'), priority (-100 to 100), group ('' for none); ids are distinct
+--   ('1' or '0'), priority (-100 to 100), group ('' for none), changes (merge: the JSON
+--   object to merge into what is pending, '' for none: then expected applies), the most
+--   bytes of a merged payload; ids are distinct
 --
 -- Returns three values per task, in order: verdict, then
 --   1 written  due ms (string), ''
@@ -60,9 +66,9 @@ if replay then
   return cjson.decode(replay)  -- this call was sent before and its reply lost
 end
 local now, remember = tonumber(ARGV[3]), tonumber(ARGV[4])
-local PER_TASK = 9
+local PER_TASK = 11
 if not now or not remember or #ARGV < 4 + PER_TASK or (#ARGV - 4) % PER_TASK ~= 0 then
-  return {-2, 'expected now, the replay time and nine values per task'}
+  return {-2, 'expected now, the replay time and eleven values per task'}
 end
 local count = (#ARGV - 4) / PER_TASK
 if #KEYS ~= 11 + count then
@@ -76,10 +82,11 @@ for k = 1, count do
   local item = {id = ARGV[a], due = ARGV[a + 1], record = ARGV[a + 2], mode = ARGV[a + 3],
                 unique = tonumber(ARGV[a + 4]), expected = ARGV[a + 5],
                 keep_due = ARGV[a + 6] == '1', finished = KEYS[11 + k],
-                priority = tonumber(ARGV[a + 7]), group = ARGV[a + 8]}
+                priority = tonumber(ARGV[a + 7]), group = ARGV[a + 8],
+                changes = ARGV[a + 9], max_bytes = tonumber(ARGV[a + 10])}
   if item.id == '' or item.record == '' or not tonumber(item.due) or not MODES[item.mode]
       or not item.unique or item.unique < 0 or not item.priority
-      or item.priority < -100 or item.priority > 100 then
+      or item.priority < -100 or item.priority > 100 or not item.max_bytes then
     return {-2, 'bad task at ' .. a}
   end
   if item.unique > 0 and wrong_type({item.finished, 'string'}) then
@@ -106,12 +113,25 @@ for k, item in ipairs(items) do
   elseif record and run then
     pending = 'r'
   end
+  local merge_failed = false
+  if item.mode == 'merge' and item.changes ~= '' and pending ~= '' and
+      not (finished and finished > now - item.unique) then
+    local into, size = merged_record(record, item.changes, pending == 'r', item.unique)
+    if into and size <= item.max_bytes then
+      item.record, item.expected = into, pending .. record
+    else
+      merge_failed = true
+    end
+  elseif item.mode == 'merge' and item.changes ~= '' then
+    item.expected = ''  -- nothing pending: written as given
+  end
   if finished and finished > now - item.unique then
     verdict, a = 3, tostring(finished)
   elseif item.mode == 'keep' and pending ~= '' then
     verdict = 2
     a = waits or string.match(run, '|(%d+)$') or ''
-  elseif item.mode == 'merge' and item.expected ~= (pending == '' and '' or pending .. record) then
+  elseif item.mode == 'merge' and (merge_failed or
+      item.expected ~= (pending == '' and '' or pending .. record)) then
     verdict, a, b = 4, pending, record or ''
     if pending == '' then
       b = ''
