@@ -3,7 +3,6 @@ cancel, retry; the producer's calls are in :mod:`duetime.calls.producing`)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncIterator
@@ -23,6 +22,7 @@ from duetime.errors import (
 )
 from duetime.features.cron.calls import CronCalls
 from duetime.features.cron.feature import CronFeature
+from duetime.loops import LoopLock
 from duetime.model import TaskInfo
 from duetime.partitions.store import open_partitioned
 from duetime.record import Record
@@ -87,7 +87,7 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         self._made: Store | None = None  # the store made from the URL, once asked for
         self._store: Store | None = None  # open, and spread over partitions
         self._clock: Clock | None = clock
-        self._opening: asyncio.Lock | None = None
+        self._opening = LoopLock()
 
     # -- the store ------------------------------------------------------------------------
 
@@ -145,9 +145,7 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         """Open the store (once) and sync the clock; returns the store."""
         if self._store is not None:
             return self._store
-        if self._opening is None:
-            self._opening = asyncio.Lock()
-        async with self._opening:
+        async with self._opening():
             if self._store is None:
                 store = self.store()
                 self._check(store)
@@ -164,7 +162,6 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
     async def close(self) -> None:
         """Close the store. The app can be opened again afterwards."""
         store, self._store = self._store, None
-        self._opening = None
         if store is not None:
             await store.close()
         self._clock = self._given_clock
@@ -182,7 +179,8 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         saved = self._given_store, self._given_clock, self._made, self._store, self._clock
         opening = self._opening
         self._given_store, self._given_clock, self._clock = store, clock, clock
-        self._made = self._store = self._opening = None
+        self._made = self._store = None
+        self._opening = LoopLock()
         try:
             yield self
         finally:
@@ -285,6 +283,6 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         other._made = None
         other._store = None
         other._clock = self._given_clock
-        other._opening = None
+        other._opening = LoopLock()
         other.registry = self.registry.bound(other)  # its features on the copy's store
         return other

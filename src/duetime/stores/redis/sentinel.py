@@ -18,6 +18,7 @@ from typing import NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from duetime.errors import ConfigError
+from duetime.loops import LoopLock
 from duetime.stores.redis.resp.connection import connect, pack
 from duetime.stores.redis.resp.endpoint import TLS, Endpoint
 from duetime.stores.redis.resp.errors import ConnectionLost, ReplyError
@@ -99,18 +100,19 @@ class SentinelSource:
     share one."""
 
     follows_primary = True
+    max_connections: int | None = None
 
     def __init__(self, found: SentinelURL) -> None:
         self.found = found
         self.sentinels = list(found.sentinels)
         self._primary: Endpoint | None = None
-        self._looking = asyncio.Lock()
+        self._looking = LoopLock()
 
     async def endpoint(self) -> Endpoint:
         primary = self._primary
         if primary is not None:
             return primary
-        async with self._looking:
+        async with self._looking():
             if self._primary is None:
                 self._primary = await self.discover()
             return self._primary

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from duetime.clock import StoreClock
 from duetime.errors import StoreError, StoreRefused
+from duetime.loops import LoopBound
 from duetime.stores import wire
 from duetime.stores.base import (
     AbortFound,
@@ -103,6 +104,8 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         # The server's clock as time_ms() last read it (unsynced until then).
         self._server_clock = StoreClock(self.time_ms)
         self.telemetry: Telemetry = RedisTelemetry(config.namespace, self._run)
+        #: The loop redis-py's client was made for (duetime's own client follows by itself).
+        self._loop = LoopBound()
 
     @property
     def url(self) -> str:
@@ -119,6 +122,8 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         loads redis-py): for the listings and tools, and for everything on a Cluster."""
         if self._scripts is None:
             raise StoreError("the Redis store is not open")
+        if self._loop.moved():
+            self._follow_loop()
         if self._client is None:
             from duetime.stores.redis.redispy import connect
 
@@ -136,6 +141,23 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     def source(self) -> Source:
         """Where duetime's own client connects: its subscriptions connect there too."""
         return self.link.source
+
+    def _follow_loop(self) -> None:
+        """The running loop is a new one: redis-py's client of the old one is let go of
+        (not closed: that needs its loop, which may be closed), and made again on first use;
+        on a Cluster at once, with the scripts' runner on it."""
+        self._more_claimed = asyncio.Event()
+        if self._client is not None:
+            from duetime.stores.redis.forsaken import let_go_client
+
+            let_go_client(self._client)
+        self._client = None
+        if self._cluster:
+            from duetime.stores.redis import cluster as cluster_store
+
+            client = cluster_store.connect_cluster(self.config.url, decode_responses=False)
+            self._client = cast("Redis", client)
+            self._scripts = cluster_store.ClusterScriptRunner(client, self._replicas)
 
     def keys(self, task_type: str) -> TypeKeys:
         keys = self._keys.get(task_type)
@@ -164,6 +186,7 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
             )
             # Duck-typed: the cluster client routes the single-slot commands the store sends.
             self._client = cast("Redis", cluster)
+            self._loop.moved()  # the loop it was made for
             return
         link = RespClient(source_for(config.url))
         self._warnings = await open_server(link, config.allow_eviction, self._replicas)
@@ -171,6 +194,8 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         self._scripts = scripts.ScriptRunner(link, self._replicas)
 
     async def close(self) -> None:
+        if self._loop.moved():
+            self._follow_loop()
         self._scripts = None
         link, self._link = self._link, None
         client, self._client = self._client, None
@@ -216,6 +241,8 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     # -- writes -------------------------------------------------------------------------
 
     async def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        if self._cluster and self._loop.moved():
+            self._follow_loop()
         runner = self._scripts
         if runner is None:
             raise StoreError("the Redis store is not open")

@@ -5,7 +5,8 @@
     rediss://...                    the same over TLS
     unix://[[user]:password@]/path/to/redis.sock[?db=N&...]
 
-The options: ``db``, ``username``, ``password``, ``socket_connect_timeout`` (seconds), and
+The options: ``db``, ``username``, ``password``, ``socket_connect_timeout`` (seconds),
+``max_connections`` (the most a client opens at once: :mod:`.client`), and
 for TLS ``ssl_cert_reqs`` (``required``, the default, ``optional`` or ``none``),
 ``ssl_ca_certs``, ``ssl_ca_path``, ``ssl_certfile``, ``ssl_keyfile`` and
 ``ssl_check_hostname`` (``true`` by default); redis-py reads them alike. Any other option
@@ -71,6 +72,8 @@ class Endpoint(NamedTuple):
     password: str | None = None
     tls: TLS | None = None
     connect_timeout: float = CONNECT_SECONDS
+    #: The URL's ``max_connections``, if it sets one.
+    max_connections: int | None = None
 
     @property
     def address(self) -> str:
@@ -125,10 +128,13 @@ def _options(options: dict[str, str]) -> dict[str, object]:
             found[key] = value
         elif key == "socket_connect_timeout":
             found["connect_timeout"] = _seconds(key, value)
+        elif key == "max_connections":
+            found["max_connections"] = _count(key, value)
         elif not key.startswith("ssl_"):
             raise ConfigError(
                 f"unknown option {key!r} in the Redis URL: duetime takes db, username, "
-                "password, socket_connect_timeout and, with rediss://, ssl_cert_reqs, "
+                "password, socket_connect_timeout, max_connections and, with rediss://, "
+                "ssl_cert_reqs, "
                 "ssl_ca_certs, ssl_ca_path, ssl_certfile, ssl_keyfile, ssl_check_hostname"
             )
     return found
@@ -150,6 +156,19 @@ def _tls(options: dict[str, str]) -> TLS:
         elif key.startswith("ssl_"):
             raise ConfigError(f"unknown TLS option {key!r} in the Redis URL")
     return TLS(**found)  # type: ignore[arg-type]
+
+
+#: The most connections a URL may ask one client for: Redis' own default maxclients.
+MAX_CONNECTIONS_LIMIT = 10_000
+
+
+def _count(key: str, value: str) -> int:
+    count = int(value) if value.isdigit() else 0
+    if not 0 < count <= MAX_CONNECTIONS_LIMIT:
+        raise ConfigError(
+            f"{key} is a whole number from 1 to {MAX_CONNECTIONS_LIMIT:,}, not {value!r}"
+        )
+    return count
 
 
 def _seconds(key: str, value: str) -> float:
