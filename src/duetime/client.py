@@ -7,7 +7,7 @@ import contextlib
 import copy
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Self, TypedDict
+from typing import TYPE_CHECKING, Self, TypedDict
 
 from duetime.calls.aborts import AbortCalls
 from duetime.calls.listing import task_info
@@ -32,6 +32,9 @@ from duetime.stores.base import DURABILITIES, STATES, Durability, State, Store
 from duetime.tasktype import TaskType, TaskTypes
 from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_int, check_name, to_ms
 
+if TYPE_CHECKING:
+    from duetime.stores.redis.resp.credentials import Credentials
+
 #: The most tasks one listing returns, and the furthest it may start.
 MAX_LIST = 1_000_000
 MAX_OFFSET = 2**53
@@ -46,6 +49,7 @@ class ClientSettings(TypedDict, total=False):
     allow_eviction: bool
     durability: Durability
     store: Store | None
+    redis_credentials: Credentials | None
 
 
 class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
@@ -65,6 +69,7 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         allow_eviction: bool = False,
         durability: Durability = "local",
         store: Store | None = None,
+        redis_credentials: Credentials | None = None,
     ) -> None:
         if durability not in DURABILITIES:
             raise ValidationError("durability", f"must be one of {', '.join(DURABILITIES)}")
@@ -74,6 +79,9 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
             raise ValidationError("max_payload_bytes", "must be an integer of 2 or more")
         self.max_payload_bytes = max_payload_bytes
         self.allow_eviction = allow_eviction
+        if redis_credentials is not None and not callable(redis_credentials):
+            raise ValidationError("redis_credentials", "must be a callable (or None)")
+        self.redis_credentials = redis_credentials
         #: The task types this client may schedule (an App registers them; a bare client
         #: declares them).
         self.types = TaskTypes(self.schedule)
@@ -106,6 +114,7 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
                 namespace=self.namespace,
                 allow_eviction=self.allow_eviction,
                 durability=self.durability,
+                redis_credentials=self.redis_credentials,
             )
         return self._made
 

@@ -127,7 +127,7 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         if self._client is None:
             from duetime.stores.redis.redispy import connect
 
-            self._client = connect(self.config.url)
+            self._client = connect(self.config.url, **self._redis_py_options())
         return self._client
 
     @property
@@ -155,9 +155,19 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         if self._cluster:
             from duetime.stores.redis import cluster as cluster_store
 
-            client = cluster_store.connect_cluster(self.config.url, decode_responses=False)
+            client = cluster_store.connect_cluster(
+                self.config.url, decode_responses=False, **self._redis_py_options()
+            )
             self._client = cast("Redis", client)
             self._scripts = cluster_store.ClusterScriptRunner(client, self._replicas)
+
+    def _redis_py_options(self) -> dict[str, Any]:
+        """redis-py's clients' options beyond the URL: the credential hook, if any."""
+        if self.config.credentials is None:
+            return {}
+        from duetime.stores.redis.resp.credentials import redis_py_provider
+
+        return {"credential_provider": redis_py_provider(self.config.credentials)}
 
     def keys(self, task_type: str) -> TypeKeys:
         keys = self._keys.get(task_type)
@@ -188,7 +198,12 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
             self._client = cast("Redis", cluster)
             self._loop.moved()  # the loop it was made for
             return
-        link = RespClient(source_for(config.url))
+        source = source_for(config.url)
+        if config.credentials is not None:
+            from duetime.stores.redis.resp.credentials import Credentialed
+
+            source = Credentialed(source, config.credentials)
+        link = RespClient(source)
         self._warnings = await open_server(link, config.allow_eviction, self._replicas)
         self._link = link
         self._scripts = scripts.ScriptRunner(link, self._replicas)
