@@ -11,7 +11,7 @@ import pytest
 
 import duetime
 from duetime.errors import ConfigError, StoreError
-from tests.servers import RedisServer
+from tests.servers import RedisCluster, RedisServer
 
 
 @pytest.fixture
@@ -81,3 +81,43 @@ async def test_an_async_hook_is_awaited_and_a_bad_answer_named(
 def test_the_hook_needs_a_redis_url(tmp_path: object) -> None:
     with pytest.raises(ConfigError, match="redis_credentials needs a Redis URL"):
         duetime.App(f"sqlite:///{tmp_path}/x.db", redis_credentials=lambda: (None, "x")).store()
+
+
+def _on_every_node(cluster: RedisCluster, *command: str) -> None:
+    for port in cluster.running_ports():
+        with cluster.client(port) as node:
+            node.execute_command(*command)
+
+
+async def test_on_a_cluster_new_connections_use_the_rotated_password(
+    redis_cluster: RedisCluster, namespace: str
+) -> None:
+    user = f"u{namespace}"  # a user of the test's own on the shared cluster
+    await asyncio.to_thread(
+        _on_every_node, redis_cluster, "ACL", "SETUSER", user, "on", ">first", "~*", "&*", "+@all"
+    )
+    current = {"password": "first"}
+    asked: list[str] = []
+
+    def credentials() -> tuple[str, str]:
+        asked.append(current["password"])
+        return user, current["password"]
+
+    try:
+        app = duetime.App(
+            redis_cluster.cluster_url, namespace=namespace, redis_credentials=credentials
+        )
+        app.declare("mail")
+        async with app:
+            await app.schedule("mail", "m1", delay=60)
+            assert set(asked) == {"first"}
+            await asyncio.to_thread(
+                _on_every_node, redis_cluster, "ACL", "SETUSER", user, "resetpass", ">second"
+            )
+            await asyncio.to_thread(_on_every_node, redis_cluster, "CLIENT", "KILL", "USER", user)
+            current["password"] = "second"
+            await app.schedule("mail", "m2", delay=60)
+            assert (await app.counts("mail"))["due"] == 2
+            assert asked[-1] == "second"
+    finally:
+        await asyncio.to_thread(_on_every_node, redis_cluster, "ACL", "DELUSER", user)

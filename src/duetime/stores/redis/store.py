@@ -193,6 +193,7 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
                 allow_eviction=config.allow_eviction,
                 durability=config.durability,
                 replica_wait_ms=REPLICA_WAIT_MS,
+                **self._redis_py_options(),
             )
             # Duck-typed: the cluster client routes the single-slot commands the store sends.
             self._client = cast("Redis", cluster)
