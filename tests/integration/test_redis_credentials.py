@@ -11,7 +11,7 @@ import pytest
 
 import duetime
 from duetime.errors import ConfigError, StoreError
-from tests.servers import RedisCluster, RedisServer
+from tests.servers import RedisCluster, RedisServer, SentinelGroup
 
 
 @pytest.fixture
@@ -83,19 +83,29 @@ def test_the_hook_needs_a_redis_url(tmp_path: object) -> None:
         duetime.App(f"sqlite:///{tmp_path}/x.db", redis_credentials=lambda: (None, "x")).store()
 
 
-def _on_every_node(cluster: RedisCluster, *command: str) -> None:
-    for port in cluster.running_ports():
-        with cluster.client(port) as node:
+def _on_every_node(nodes: RedisCluster | SentinelGroup, *command: str) -> None:
+    for port in nodes.running_ports():
+        with nodes.client(port) as node:
             node.execute_command(*command)
 
 
-async def test_on_a_cluster_new_connections_use_the_rotated_password(
-    redis_cluster: RedisCluster, namespace: str
+@pytest.fixture(params=["cluster", "sentinel"])
+def topology(request: pytest.FixtureRequest) -> tuple[str, RedisCluster | SentinelGroup]:
+    """A Cluster or a Sentinel group of the session, its URL and its data nodes."""
+    if request.param == "cluster":
+        cluster: RedisCluster = request.getfixturevalue("redis_cluster")
+        return cluster.cluster_url, cluster
+    group: SentinelGroup = request.getfixturevalue("sentinel_group")
+    return group.sentinel_url, group
+
+
+async def test_behind_sentinel_and_on_a_cluster_new_connections_use_the_rotated_password(
+    topology: tuple[str, RedisCluster | SentinelGroup], namespace: str
 ) -> None:
-    user = f"u{namespace}"  # a user of the test's own on the shared cluster
-    await asyncio.to_thread(
-        _on_every_node, redis_cluster, "ACL", "SETUSER", user, "on", ">first", "~*", "&*", "+@all"
-    )
+    url, nodes = topology
+    user = f"u{namespace}"  # a user of the test's own on the shared servers
+    setuser = ("ACL", "SETUSER", user)
+    await asyncio.to_thread(_on_every_node, nodes, *setuser, "on", ">first", "~*", "&*", "+@all")
     current = {"password": "first"}
     asked: list[str] = []
 
@@ -104,20 +114,16 @@ async def test_on_a_cluster_new_connections_use_the_rotated_password(
         return user, current["password"]
 
     try:
-        app = duetime.App(
-            redis_cluster.cluster_url, namespace=namespace, redis_credentials=credentials
-        )
+        app = duetime.App(url, namespace=namespace, redis_credentials=credentials)
         app.declare("mail")
         async with app:
             await app.schedule("mail", "m1", delay=60)
             assert set(asked) == {"first"}
-            await asyncio.to_thread(
-                _on_every_node, redis_cluster, "ACL", "SETUSER", user, "resetpass", ">second"
-            )
-            await asyncio.to_thread(_on_every_node, redis_cluster, "CLIENT", "KILL", "USER", user)
+            await asyncio.to_thread(_on_every_node, nodes, *setuser, "resetpass", ">second")
+            await asyncio.to_thread(_on_every_node, nodes, "CLIENT", "KILL", "USER", user)
             current["password"] = "second"
             await app.schedule("mail", "m2", delay=60)
             assert (await app.counts("mail"))["due"] == 2
             assert asked[-1] == "second"
     finally:
-        await asyncio.to_thread(_on_every_node, redis_cluster, "ACL", "DELUSER", user)
+        await asyncio.to_thread(_on_every_node, nodes, "ACL", "DELUSER", user)
