@@ -59,4 +59,8 @@ def test_an_app_closed_in_one_loop_opens_again_in_the_next(store_url: str, names
 
     asyncio.run(schedule_and_close())
     assert asyncio.run(_counts_and_close(app)) == AT_ONCE
+    # The blocking client, made after: on a loop (and a store object) of its own.
+    with app.sync() as client:
+        assert client.counts("mail")["due"] == AT_ONCE
+    assert asyncio.run(_counts_and_close(app)) == AT_ONCE
     gc.collect()
