@@ -226,10 +226,13 @@ class RespClient:
             self._idle.append(conn)
 
     def _lost(self, conn: Connection) -> None:
-        """``conn`` is not to be used again: closed, and its place freed."""
-        conn.abort()
+        """``conn`` is not to be used again: closed, and its place freed (or, made in a loop
+        before the running one, let go of)."""
         if conn.loop is self._loop.loop:
+            conn.abort()
             self._pass_on(None)
+        else:
+            conn.drop()
 
     def _give_back(self, conn: Connection) -> None:
         if self._closed or conn.loop is not self._loop.loop:
