@@ -131,7 +131,7 @@ class RespClient:
 
     async def send(self, packed: bytes, replies: int) -> Any:
         """The reply (or list of ``replies`` replies) of the commands ``packed`` holds."""
-        if self._loop.moved():
+        if asyncio.get_running_loop() is not self._loop.loop:
             self._follow_loop()
         for attempt in range(1, SEND_TRIES + 1):
             conn: Connection | None = None
@@ -237,12 +237,17 @@ class RespClient:
     def _give_back(self, conn: Connection) -> None:
         if self._closed or conn.loop is not self._loop.loop:
             self._lost(conn)
-        else:
+        elif self._waiting:
             self._pass_on(conn)
+        else:  # the common case, first
+            self._idle.append(conn)
 
     def _follow_loop(self) -> None:
-        """The running loop is a new one: the old loop's connections (and its calls'
-        deadlines, and the calls it had waiting, which ended with it) are let go of."""
+        """The running loop is not the one recorded: it is recorded, and if it is a new one,
+        the old loop's connections (and its calls' deadlines, and the calls it had waiting,
+        which ended with it) are let go of."""
+        if not self._loop.moved():
+            return  # the first loop
         while self._idle:
             self._idle.pop().drop()
         self._waiting.clear()
@@ -252,8 +257,7 @@ class RespClient:
     async def aclose(self) -> None:
         """Close the idle connections, and those of the calls in flight as they end."""
         self._closed = True
-        if self._loop.moved():
-            self._follow_loop()
+        self._follow_loop()
         while self._idle:
             self._idle.pop().abort()
         await asyncio.sleep(0)  # the transports' connection_lost, before the loop ends
