@@ -9,6 +9,7 @@ listings and tools (:mod:`duetime.stores.redis.redispy`).
 - :mod:`.endpoint`: the ``redis://``, ``rediss://`` and ``unix://`` URLs, as an Endpoint;
 - :mod:`.connection`: one connection, its handshake and its replies;
 - :mod:`.client`: calls on a set of connections, sent again on a lost one;
+- :mod:`.credentials`: credentials asked of a hook on each new connection;
 - :mod:`.subscription`: a subscribed connection and its messages;
 - :mod:`.errors`: what it raises.
 """
