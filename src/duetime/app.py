@@ -67,11 +67,15 @@ class App(
             ``"replicated"`` (Redis with replicas): once a replica has it too, so that an
             acknowledged write survives the loss of the primary.
         store: a store object to use instead of one made from ``url``.
+        redis_credentials: on Redis, a callable (plain or async) returning ``(username,
+            password)``, asked on each new connection in place of the URL's: for passwords
+            that rotate (docs/choosing-a-store.md).
         history: how much of its run history each task type keeps (:class:`History`;
             the default: the last 1,000 runs, for at most 7 days), unless the type says
             (``@app.task(..., history=...)``); False keeps none.
 
-    The store is opened on first use, in the running event loop; ``async with app`` or
+    The store is opened on first use, in the running event loop (a call from another loop
+    later uses connections of that loop); ``async with app`` or
     ``await app.close()`` closes it. The calls on tasks (schedule, submit, get, ...) are
     :class:`~duetime.client.Client`'s.
 

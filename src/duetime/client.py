@@ -3,12 +3,11 @@ cancel, retry; the producer's calls are in :mod:`duetime.calls.producing`)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncIterator
 from datetime import datetime
-from typing import Self, TypedDict
+from typing import TYPE_CHECKING, Self, TypedDict
 
 from duetime.calls.aborts import AbortCalls
 from duetime.calls.listing import task_info
@@ -23,6 +22,7 @@ from duetime.errors import (
 )
 from duetime.features.cron.calls import CronCalls
 from duetime.features.cron.feature import CronFeature
+from duetime.loops import LoopLock
 from duetime.model import TaskInfo
 from duetime.partitions.store import open_partitioned
 from duetime.record import Record
@@ -31,6 +31,9 @@ from duetime.stores import check_scheme, open_store, redact, resolve_url
 from duetime.stores.base import DURABILITIES, STATES, Durability, State, Store
 from duetime.tasktype import TaskType, TaskTypes
 from duetime.validate import DEFAULT_MAX_PAYLOAD_BYTES, check_id, check_int, check_name, to_ms
+
+if TYPE_CHECKING:
+    from duetime.stores.redis.resp.credentials import Credentials
 
 #: The most tasks one listing returns, and the furthest it may start.
 MAX_LIST = 1_000_000
@@ -46,6 +49,7 @@ class ClientSettings(TypedDict, total=False):
     allow_eviction: bool
     durability: Durability
     store: Store | None
+    redis_credentials: Credentials | None
 
 
 class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
@@ -65,6 +69,7 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         allow_eviction: bool = False,
         durability: Durability = "local",
         store: Store | None = None,
+        redis_credentials: Credentials | None = None,
     ) -> None:
         if durability not in DURABILITIES:
             raise ValidationError("durability", f"must be one of {', '.join(DURABILITIES)}")
@@ -74,6 +79,9 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
             raise ValidationError("max_payload_bytes", "must be an integer of 2 or more")
         self.max_payload_bytes = max_payload_bytes
         self.allow_eviction = allow_eviction
+        if redis_credentials is not None and not callable(redis_credentials):
+            raise ValidationError("redis_credentials", "must be a callable (or None)")
+        self.redis_credentials = redis_credentials
         #: The task types this client may schedule (an App registers them; a bare client
         #: declares them).
         self.types = TaskTypes(self.schedule)
@@ -88,7 +96,7 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         self._creates = True  # whether opening may create the store (a SQLite file)
         self._store: Store | None = None  # open, and spread over partitions
         self._clock: Clock | None = clock
-        self._opening: asyncio.Lock | None = None
+        self._opening = LoopLock()
 
     # -- the store ------------------------------------------------------------------------
 
@@ -108,6 +116,7 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
                 allow_eviction=self.allow_eviction,
                 durability=self.durability,
                 create=self._creates,
+                redis_credentials=self.redis_credentials,
             )
         return self._made
 
@@ -158,9 +167,7 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         """Open the store (once) and sync the clock; returns the store."""
         if self._store is not None:
             return self._store
-        if self._opening is None:
-            self._opening = asyncio.Lock()
-        async with self._opening:
+        async with self._opening():
             if self._store is None:
                 store = self.store()
                 self._check(store)
@@ -177,7 +184,6 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
     async def close(self) -> None:
         """Close the store. The app can be opened again afterwards."""
         store, self._store = self._store, None
-        self._opening = None
         if store is not None:
             await store.close()
         self._clock = self._given_clock
@@ -195,7 +201,8 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         saved = self._given_store, self._given_clock, self._made, self._store, self._clock
         opening = self._opening
         self._given_store, self._given_clock, self._clock = store, clock, clock
-        self._made = self._store = self._opening = None
+        self._made = self._store = None
+        self._opening = LoopLock()
         try:
             yield self
         finally:
@@ -298,6 +305,6 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
         other._made = None
         other._store = None
         other._clock = self._given_clock
-        other._opening = None
+        other._opening = LoopLock()
         other.registry = self.registry.bound(other)  # its features on the copy's store
         return other

@@ -10,6 +10,7 @@ from duetime.errors import ConfigError
 
 if TYPE_CHECKING:
     from duetime.stores.base import Durability, Store
+    from duetime.stores.redis.resp.credentials import Credentials
 
 #: The environment variable App() reads when it is given no URL.
 URL_ENV = "DUETIME_URL"
@@ -43,13 +44,15 @@ def open_store(
     allow_eviction: bool = False,
     durability: Durability = "local",
     create: bool = True,
+    redis_credentials: Credentials | None = None,
 ) -> Store:
     """A store object for ``url`` (not yet opened), picked by the URL's scheme; with
     ``create`` off, opening it does not create a SQLite file that does not exist (it fails,
     naming the path): for reads, which must not leave an empty database behind a typo.
 
     Raises:
-        ConfigError: an unknown scheme, or a durability the store cannot give.
+        ConfigError: an unknown scheme, a durability the store cannot give, or
+            ``redis_credentials`` for a store that is not Redis.
     """
     scheme = urlsplit(url).scheme.lower()
     if scheme in REDIS_SCHEMES:
@@ -57,9 +60,15 @@ def open_store(
         from duetime.stores.redis.store import RedisStore
 
         config = RedisConfig(
-            url=url, namespace=namespace, allow_eviction=allow_eviction, durability=durability
+            url=url,
+            namespace=namespace,
+            allow_eviction=allow_eviction,
+            durability=durability,
+            credentials=redis_credentials,
         )
         return RedisStore(config)
+    if redis_credentials is not None:
+        raise ConfigError(f"redis_credentials needs a Redis URL, not {redact(url)!r}")
     if durability != "local":
         raise ConfigError(
             f"durability={durability!r} needs a store with replicas (Redis); "

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from duetime.errors import StoreError, StoreRefused
+from duetime.loops import LoopBound, LoopLock
 from duetime.stores.base import (
     AbortFound,
     Claim,
@@ -54,7 +54,10 @@ class PostgresStore:
         self._db: Database | None = None
         self._queues = ops.Queues(config)
         self._warnings: list[str] = []
-        self._opening = asyncio.Lock()
+        self._opening = LoopLock()
+        #: The loop the pool was opened in: its workers are that loop's tasks.
+        self._loop = LoopBound()
+        self._reopen = False  # a pool of the running loop is to be opened before a call
         self.telemetry: Telemetry = PostgresTelemetry(config.namespace, self._run)
 
     @property
@@ -74,15 +77,18 @@ class PostgresStore:
             ConfigError: the server is older than PostgreSQL 13.
             SchemaError: the schema was written by a newer duetime.
         """
-        async with self._opening:
+        async with self._opening():
             if self._db is None:
                 db = Database(self.config)
                 self._warnings = await db.open()
-                self._db = db
+                self._db, self._reopen = db, False
+                self._loop.moved()  # the loop it was opened in
 
     async def close(self) -> None:
         """Close the pool. Safe to call twice."""
-        db, self._db = self._db, None
+        if self._loop.moved():
+            self._db = None  # the pool of a loop that ended: its connections go with it
+        db, self._db, self._reopen = self._db, None, False
         if db is not None:
             await db.close()
 
@@ -107,6 +113,13 @@ class PostgresStore:
         return await self._run("time_ms", now)
 
     async def _run(self, what: str, job: Callable[[Conn], Awaitable[T]]) -> T:
+        if self._loop.moved() and self._db is not None:
+            # A new loop: the pool's workers were the old loop's tasks. It is let go of
+            # (its connections are closed as they are collected: psycopg does not warn of
+            # pooled ones), and a pool of this loop is opened.
+            self._db, self._reopen = None, True
+        if self._db is None and self._reopen:
+            await self.open()
         if self._db is None:
             raise StoreError("the PostgreSQL store is not open")
         return await self._db.run(what, job)

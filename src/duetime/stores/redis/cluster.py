@@ -88,17 +88,17 @@ def connect_cluster(url: str, **options: Any) -> RedisCluster:
 
 
 async def open_cluster(
-    url: str, *, allow_eviction: bool, durability: str, replica_wait_ms: int
+    url: str, *, allow_eviction: bool, durability: str, replica_wait_ms: int, **options: Any
 ) -> tuple[RedisCluster, tuple[int, int] | None, list[str]]:
-    """Connect to the cluster and check every primary as one server is checked; the client,
-    the WAIT its scripts' writes take (replicas, timeout ms) if any, and the warnings
-    about durability.
+    """Connect to the cluster and check every primary as one server is checked; the client
+    (with ``options`` beyond the URL's), the WAIT its scripts' writes take (replicas,
+    timeout ms) if any, and the warnings about durability.
 
     Raises:
         ConfigError: a primary too old or evicting keys.
         StoreUnavailable: no node answers.
     """
-    client = connect_cluster(url, decode_responses=False)
+    client = connect_cluster(url, decode_responses=False, **options)
     try:
         async with errors("connect"):
             await client.initialize()

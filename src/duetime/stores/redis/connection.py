@@ -7,12 +7,15 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from duetime.errors import StoreError, StoreUnavailable
 from duetime.stores.base import Durability
 from duetime.stores.redis.resp.client import CALL_TIMEOUT_SECONDS
 from duetime.stores.redis.resp.errors import ReplyError
+
+if TYPE_CHECKING:
+    from duetime.stores.redis.resp.credentials import Credentials
 
 
 class RedisConfig(NamedTuple):
@@ -26,12 +29,15 @@ class RedisConfig(NamedTuple):
             (``allkeys-*`` policies), which loses tasks without an error. Off by default.
         durability: ``"local"``: a write returns once the server has it; ``"replicated"``:
             once a replica has it too (``WAIT``), else StoreUnavailable.
+        credentials: a callable returning ``(username, password)``, asked on each new
+            connection in place of the URL's (:mod:`.resp.credentials`).
     """
 
     url: str
     namespace: str = "default"
     allow_eviction: bool = False
     durability: Durability = "local"
+    credentials: Credentials | None = None
 
 
 def driver_errors() -> tuple[type[BaseException], ...]:

@@ -24,6 +24,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from duetime.errors import ConfigError
+from duetime.loops import LoopLock
 from duetime.stores.redis.resp.connection import connect, pack
 from duetime.stores.redis.resp.endpoint import (
     CONNECT_SECONDS,
@@ -60,6 +61,8 @@ class SentinelURL(NamedTuple):
     sentinel_username: str | None = None
     sentinel_tls: TLS | None = None
     connect_timeout: float = CONNECT_SECONDS
+    #: The most connections duetime's client opens to the primary (``max_connections``).
+    max_connections: int | None = None
 
 
 def parse_sentinel_url(url: str) -> SentinelURL:
@@ -112,6 +115,7 @@ def parse_sentinel_url(url: str) -> SentinelURL:
         watchers.get("username"),  # type: ignore[arg-type]
         watchers.get("tls"),  # type: ignore[arg-type]
         data.get("connect_timeout", CONNECT_SECONDS),  # type: ignore[arg-type]
+        data.get("max_connections"),  # type: ignore[arg-type]
     )
 
 
@@ -132,18 +136,20 @@ class SentinelSource:
     share one."""
 
     follows_primary = True
+    max_connections: int | None = None
 
     def __init__(self, found: SentinelURL) -> None:
         self.found = found
+        self.max_connections = found.max_connections
         self.sentinels = list(found.sentinels)
         self._primary: Endpoint | None = None
-        self._looking = asyncio.Lock()
+        self._looking = LoopLock()
 
     async def endpoint(self) -> Endpoint:
         primary = self._primary
         if primary is not None:
             return primary
-        async with self._looking:
+        async with self._looking():
             if self._primary is None:
                 self._primary = await self.discover()
             return self._primary

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from duetime.clock import StoreClock
 from duetime.errors import StoreError, StoreRefused
+from duetime.loops import LoopBound
 from duetime.stores import wire
 from duetime.stores.base import (
     AbortFound,
@@ -103,6 +104,8 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         # The server's clock as time_ms() last read it (unsynced until then).
         self._server_clock = StoreClock(self.time_ms)
         self.telemetry: Telemetry = RedisTelemetry(config.namespace, self._run)
+        #: The loop redis-py's client was made for (duetime's own client follows by itself).
+        self._loop = LoopBound()
 
     @property
     def url(self) -> str:
@@ -118,11 +121,15 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         """The store's calls, on whichever client its topology has."""
         if self._calls is None:
             raise StoreError("the Redis store is not open")
+        if self._loop.moved():
+            self._follow_loop()
         return self._calls
 
     @property
     def cluster_client(self) -> RedisCluster:
         """redis-py's cluster client (on a Cluster only)."""
+        if self._loop.moved():
+            self._follow_loop()
         if self._client is None:
             raise StoreError("the Redis store is not open on a Redis Cluster")
         return self._client
@@ -138,6 +145,34 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     def source(self) -> Source:
         """Where duetime's own client connects: its subscriptions connect there too."""
         return self.link.source
+
+    def _follow_loop(self) -> None:
+        """The running loop is a new one (duetime's own client follows by itself): on a
+        Cluster, redis-py's client of the old one is let go of (not closed: that needs its
+        loop, which may be closed) and made again at once, with the calls on it."""
+        self._more_claimed = asyncio.Event()
+        if not self._cluster or self._calls is None:
+            return
+        if self._client is not None:
+            from duetime.stores.redis.forsaken import let_go_client
+
+            let_go_client(self._client)
+        from duetime.stores.redis import cluster as cluster_store
+        from duetime.stores.redis.clustercalls import ClusterCalls
+
+        client = cluster_store.connect_cluster(
+            self.config.url, decode_responses=False, **self._redis_py_options()
+        )
+        self._client = client
+        self._calls = ClusterCalls(client, self._replicas)
+
+    def _redis_py_options(self) -> dict[str, Any]:
+        """redis-py's clients' options beyond the URL: the credential hook, if any."""
+        if self.config.credentials is None:
+            return {}
+        from duetime.stores.redis.resp.credentials import redis_py_provider
+
+        return {"credential_provider": redis_py_provider(self.config.credentials)}
 
     def keys(self, task_type: str) -> TypeKeys:
         keys = self._keys.get(task_type)
@@ -164,16 +199,25 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
                 allow_eviction=config.allow_eviction,
                 durability=config.durability,
                 replica_wait_ms=REPLICA_WAIT_MS,
+                **self._redis_py_options(),
             )
             self._client = cluster
             self._calls = ClusterCalls(cluster, replicas)
+            self._loop.moved()  # the loop it was made for
             return
-        link = RespClient(source_for(config.url))
+        source = source_for(config.url)
+        if config.credentials is not None:
+            from duetime.stores.redis.resp.credentials import Credentialed
+
+            source = Credentialed(source, config.credentials)
+        link = RespClient(source)
         self._warnings = await open_server(link, config.allow_eviction, self._replicas)
         self._link = link
         self._calls = ServerCalls(link, self._replicas)
 
     async def close(self) -> None:
+        if self._loop.moved():
+            self._follow_loop()
         calls, self._calls = self._calls, None
         self._link = self._client = None
         if calls is not None:
@@ -211,6 +255,8 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
     # -- writes -------------------------------------------------------------------------
 
     async def _run(self, name: str, keys: list[str], args: list[Any]) -> Any:
+        if self._cluster and self._loop.moved():
+            self._follow_loop()
         calls = self._calls
         if calls is None:
             raise StoreError("the Redis store is not open")

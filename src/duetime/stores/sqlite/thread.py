@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from duetime.errors import StoreError
+from duetime.loops import LoopLock
 from duetime.stores.sqlite.config import SqliteConfig
 from duetime.stores.sqlite.connection import Database, map_error
 
@@ -37,7 +38,8 @@ class FileOnThread:
         self._executor: ThreadPoolExecutor | None = None
         self._key = ""
         self._warnings: list[str] = []
-        self._opening = asyncio.Lock()
+        # Its thread serves any loop; only the lock is the loop's.
+        self._opening = LoopLock()
 
     # -- lifecycle ----------------------------------------------------------------------
 
@@ -51,7 +53,7 @@ class FileOnThread:
                 duetime.
             StoreUnavailable: the file stayed locked by another connection.
         """
-        async with self._opening:
+        async with self._opening():
             if self._db is None:
                 await self._open()
 

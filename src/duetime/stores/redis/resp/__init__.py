@@ -9,6 +9,7 @@ fifth round"). redis-py stays for Redis Cluster only (:mod:`duetime.stores.redis
 - :mod:`.connection`: one connection, its handshake and its replies;
 - :mod:`.client`: calls on a set of connections, sent again on a lost one;
 - :mod:`.commands`: the replies of a few reads shaped, and pipelines that raise;
+- :mod:`.credentials`: credentials asked of a hook on each new connection;
 - :mod:`.subscription`: a subscribed connection and its messages;
 - :mod:`.errors`: what it raises.
 """

@@ -44,7 +44,8 @@ class Connection(asyncio.BufferedProtocol):
         self._waiting: deque[tuple[asyncio.Future[Any], list[Any] | None, int]] = deque()
         self._transport: asyncio.Transport | None = None
         self._buffer = memoryview(bytearray(READ_SIZE))
-        self._loop = asyncio.get_running_loop()
+        #: The loop the connection was made in, the only one that can use it.
+        self.loop = self._loop = asyncio.get_running_loop()
         self.closed = False
         self._lost: BaseException | None = None
 
@@ -118,6 +119,38 @@ class Connection(asyncio.BufferedProtocol):
         if self._transport is not None:
             self._transport.abort()  # connection_lost follows, on the loop
         self.closed = True
+
+    def drop(self) -> None:
+        """Let go of the connection from another loop than its own: aborted on its loop if
+        that still runs, else its socket closed here, without the loop (a closed loop runs
+        nothing, not even a transport's own close)."""
+        if not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.abort)
+            return
+        self.closed = True
+        if self._transport is not None:
+            let_go(self._transport)
+            self._transport = None
+
+
+def let_go(transport: asyncio.BaseTransport) -> None:
+    """Close the socket of ``transport``, whose loop is closed, as that loop would have.
+
+    asyncio offers no public way: its close and abort ask the loop to finish them, which a
+    closed loop refuses. So this does what the selector transport's own end does: its
+    socket closed and forgotten, the transport marked closing (and, over TLS, the inner
+    transport's, and the outer one marked closed), so that none warns as an unclosed
+    transport (or stream) when collected.
+    """
+    inner = getattr(getattr(transport, "_ssl_protocol", None), "_transport", None)
+    for layer in (transport, inner):
+        sock = getattr(layer, "_sock", None)
+        if sock is not None:
+            sock.close()
+            layer._sock = None  # type: ignore[union-attr]
+            layer._closing = True  # type: ignore[union-attr]
+    if inner is not None:
+        transport._closed = True  # type: ignore[attr-defined]
 
 
 async def connect(endpoint: Endpoint, protocol: Callable[[], Connection] = Connection) -> Any:

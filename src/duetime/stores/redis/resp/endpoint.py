@@ -5,7 +5,8 @@
     rediss://...                    the same over TLS
     unix://[[user]:password@]/path/to/redis.sock[?db=N&...]
 
-The options: ``db``, ``username``, ``password``, ``socket_connect_timeout`` (seconds), and
+The options: ``db``, ``username``, ``password``, ``socket_connect_timeout`` (seconds),
+``max_connections`` (the most a client opens at once: :mod:`.client`), and
 for TLS ``ssl_cert_reqs`` (``required``, the default, ``optional`` or ``none``),
 ``ssl_ca_certs``, ``ssl_ca_path``, ``ssl_certfile``, ``ssl_keyfile`` and
 ``ssl_check_hostname`` (``true`` by default). Any other option is refused, by name,
@@ -72,6 +73,8 @@ class Endpoint(NamedTuple):
     password: str | None = None
     tls: TLS | None = None
     connect_timeout: float = CONNECT_SECONDS
+    #: The URL's ``max_connections``, if it sets one.
+    max_connections: int | None = None
 
     @property
     def address(self) -> str:
@@ -124,7 +127,7 @@ def query(text: str) -> dict[str, str]:
 
 
 #: The options of every Redis URL (a Cluster's take no ``db`` but 0), then TLS's.
-OPTIONS = ("db", "username", "password", "socket_connect_timeout")
+OPTIONS = ("db", "username", "password", "socket_connect_timeout", "max_connections")
 TLS_OPTIONS = (
     "ssl_cert_reqs",
     "ssl_ca_certs",
@@ -163,6 +166,8 @@ def read_options(
             found[key] = value
         elif key == "socket_connect_timeout" and key in allowed:
             found["connect_timeout"] = _seconds(prefix + key, value)
+        elif key == "max_connections" and key in allowed:
+            found["max_connections"] = _count(prefix + key, value)
         elif key.startswith("ssl_"):
             if not tls:
                 raise ConfigError(f"{prefix}ssl_* options of a Redis URL need {tls_needs}")
@@ -199,6 +204,19 @@ def flag(key: str, value: str) -> bool:
     if value.lower() not in (*_TRUE, *_FALSE):
         raise ConfigError(f"{key} is true or false, not {value!r}")
     return value.lower() in _TRUE
+
+
+#: The most connections a URL may ask one client for: Redis' own default maxclients.
+MAX_CONNECTIONS_LIMIT = 10_000
+
+
+def _count(key: str, value: str) -> int:
+    count = int(value) if value.isdigit() else 0
+    if not 0 < count <= MAX_CONNECTIONS_LIMIT:
+        raise ConfigError(
+            f"{key} is a whole number from 1 to {MAX_CONNECTIONS_LIMIT:,}, not {value!r}"
+        )
+    return count
 
 
 def _seconds(key: str, value: str) -> float:
