@@ -111,13 +111,13 @@ class SyncClient:
         """See :meth:`App.submit`."""
         return self._call(self._app.submit(task_type, **options))
 
-    def schedule_many(self, tasks: Iterable[Task]) -> int:
+    def schedule_many(self, tasks: Iterable[Task], *, connection: object = None) -> int:
         """See :meth:`App.schedule_many`."""
-        return self._call(self._app.schedule_many(list(tasks)))
+        return self._call(self._app.schedule_many(list(tasks), connection=connection))
 
-    def cancel(self, task_type: str, task_id: str) -> bool:
+    def cancel(self, task_type: str, task_id: str, *, connection: object = None) -> bool:
         """See :meth:`App.cancel`."""
-        return self._call(self._app.cancel(task_type, task_id))
+        return self._call(self._app.cancel(task_type, task_id, connection=connection))
 
     def abort(self, task_type: str, task_id: str) -> AbortStatus:
         """See :meth:`App.abort`."""
