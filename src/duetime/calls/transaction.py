@@ -3,6 +3,7 @@ transaction (docs/transactions.md), through the store's ``TRANSACTIONS`` capabil
 
 from __future__ import annotations
 
+from duetime.calls.adapters import driver_connection
 from duetime.errors import ConfigError
 from duetime.partitions.store import PartitionedStore
 from duetime.registry import ClientSide
@@ -27,5 +28,5 @@ async def store_on(client: ClientSide, connection: object) -> Store:
             "event): see docs/transactions.md"
         )
     await client.open()
-    inner: Store = await use(raw, TRANSACTIONS).in_transaction(connection)
+    inner: Store = await use(raw, TRANSACTIONS).in_transaction(driver_connection(connection))
     return PartitionedStore(inner, client.types.partitions_of)
