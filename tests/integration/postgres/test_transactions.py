@@ -4,16 +4,21 @@ transaction (docs/transactions.md), with the store's statements, on psycopg 3 co
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
 import duetime
-from tests.helpers import running
+from tests.helpers import eventually, running
 from tests.postgres import fresh_schema
 
 IDLE = duetime.Pacing(max_idle=timedelta(hours=1))  # only a wake-up makes a worker look
@@ -196,3 +201,53 @@ async def test_the_store_schema_is_written_whatever_the_connection_search_path(
             assert await other.get("mail", "here") is None
         finally:
             await other.close()
+
+
+def test_a_producer_killed_in_its_transaction_leaves_no_task(url: str, tmp_path: Path) -> None:
+    root = Path(__file__).resolve().parents[3]
+    signalled = tmp_path / "scheduled"
+    env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'src'}"}
+    args = [sys.executable, "-m", "tests.integration.postgres.tx_producer"]
+    producer = subprocess.Popen(
+        [*args, url, dsn(url), str(signalled)], cwd=root, env=env, stderr=subprocess.DEVNULL
+    )
+    try:
+        asyncio.run(eventually(signalled.exists, within=30, what="the schedule"))
+    finally:
+        producer.send_signal(signal.SIGKILL)
+        producer.wait(30)
+    app = duetime.App(url, namespace="tx")
+    app.declare("mail")
+    with app.sync() as client:
+        assert client.get("mail", "killed") is None
+        assert client.counts("mail") == {"due": 0, "running": 0, "dead": 0}
+
+
+async def test_merges_from_two_concurrent_transactions_both_land(
+    app: duetime.App, url: str
+) -> None:
+    await app.schedule("mail", "mm", delay=60, payload={"base": 0})
+    async with (
+        await psycopg.AsyncConnection.connect(dsn(url)) as first,
+        await psycopg.AsyncConnection.connect(dsn(url)) as second,
+    ):
+        await app.schedule("mail", "mm", payload={"a": 1}, if_exists="merge", connection=first)
+        # the second waits for the first's row lock, then merges into what it committed
+        merging = asyncio.create_task(
+            app.schedule("mail", "mm", payload={"b": 2}, if_exists="merge", connection=second)
+        )
+        pid = second.info.backend_pid
+
+        async def waits() -> bool:
+            async with await psycopg.AsyncConnection.connect(dsn(url)) as look:
+                cur = await look.execute(
+                    "SELECT 1 FROM pg_locks WHERE pid = %s AND NOT granted", (pid,)
+                )
+                return await cur.fetchone() is not None
+
+        await eventually(waits, within=10, what="the second transaction waiting on the first")
+        await first.commit()
+        await asyncio.wait_for(merging, 10)
+        await second.commit()
+    found = await app.get("mail", "mm")
+    assert found is not None and found.payload == {"base": 0, "a": 1, "b": 2}
