@@ -164,3 +164,28 @@ def test_a_worker_killed_after_the_commit_never_runs_the_task_again(
         assert client.get("pay", "k1") is None  # done: nothing left to run, lease or not
         assert client.counts("pay") == {"due": 0, "running": 0, "dead": 0}
     assert asyncio.run(paid(url)) == ["k1"]
+
+
+async def test_an_exception_after_the_commit_changes_nothing(
+    app: duetime.App, url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    runs: list[int] = []
+
+    @app.task("pay", retries=2, backoff=FAST)
+    async def pay(payload: dict[str, Any], ctx: duetime.Context) -> None:
+        runs.append(ctx.attempt)
+        async with await psycopg.AsyncConnection.connect(dsn(url)) as conn:
+            async with conn.transaction():
+                await conn.execute(f"INSERT INTO {table(url)} VALUES (%s)", (ctx.task_id,))
+                await ctx.complete(connection=conn)
+        raise RuntimeError("after the commit")
+
+    async with running(app):
+        await app.schedule("pay", "p4")
+        await eventually(lambda: runs == [1], what="the run")
+        # the worker's own outcome (a retry) found the lease gone, and wrote nothing
+        dropped = "lease lost before its outcome (retry) was kept"
+        await eventually(lambda: dropped in caplog.text, what="the worker's settle")
+        assert await app.get("pay", "p4") is None
+    assert runs == [1]  # done: not retried
+    assert await paid(url) == ["p4"]
