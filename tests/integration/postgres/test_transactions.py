@@ -251,3 +251,21 @@ async def test_merges_from_two_concurrent_transactions_both_land(
         await second.commit()
     found = await app.get("mail", "mm")
     assert found is not None and found.payload == {"base": 0, "a": 1, "b": 2}
+
+
+async def test_an_expiring_group_puts_and_deletes_in_a_transaction(
+    app: duetime.App, conn: psycopg.AsyncConnection[Any]
+) -> None:
+    cache = app.expiring("pending", ttl=timedelta(hours=1))
+    async with conn.transaction(force_rollback=True):
+        await cache.put("k1", {"v": 1}, connection=conn)
+    assert await cache.get("k1") is None
+    async with conn.transaction():
+        await cache.put_many([("k1", {"v": 1}), ("k2", 2)], connection=conn)
+    assert await cache.get("k1") == {"v": 1}
+    async with conn.transaction(force_rollback=True):
+        assert await cache.delete("k2", connection=conn)
+    assert await cache.get("k2") == 2
+    async with conn.transaction():
+        assert await cache.delete("k2", connection=conn)
+    assert await cache.get("k2") is None
