@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Self, TypedDict
 
 from duetime.calls.aborts import AbortCalls
 from duetime.calls.listing import task_info
-from duetime.calls.producing import ProducerCalls
+from duetime.calls.producing import ProducerCalls, opened
 from duetime.calls.upcoming import UpcomingCalls
 from duetime.clock import Clock, StoreClock, from_ms, synced_clock
 from duetime.errors import (
@@ -234,15 +234,16 @@ class Client(ProducerCalls, CronCalls, UpcomingCalls, AbortCalls):
             await clock.sync()
         return clock.now_ms()
 
-    async def cancel(self, task_type: str, task_id: str) -> bool:
+    async def cancel(self, task_type: str, task_id: str, *, connection: object = None) -> bool:
         """Cancel a task, due, dead or running. Returns whether it existed.
 
         A running handler is not interrupted (:meth:`abort` does that), but its task will
-        not be retried or rescheduled.
+        not be retried or rescheduled. With ``connection``, in its transaction (see
+        :meth:`schedule`).
         """
         self.task_type(task_type)
         check_id(task_id, stored=True)
-        return await (await self.open()).cancel(task_type, task_id)
+        return await (await opened(self, connection)).cancel(task_type, task_id)
 
     async def retry(self, task_type: str, task_id: str, *, at: datetime | None = None) -> datetime:
         """Run a dead task again, at ``at`` or now, with its attempts counted afresh.

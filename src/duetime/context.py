@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from duetime.client import Client
+    from duetime.stores.values import Claim
 
 
 class Context(NamedTuple):
@@ -22,6 +23,7 @@ class Context(NamedTuple):
             effects idempotent.
         token: the fencing token of this claim; later claims of the task get larger ones.
         app: the app, for scheduling more tasks from an async handler.
+        claim: the claim of this run (None in a Context made outside a worker).
     """
 
     task_type: str
@@ -31,3 +33,25 @@ class Context(NamedTuple):
     occurrence: str
     token: int
     app: Client
+    claim: Claim | None = None
+
+    async def complete(self, *, connection: object) -> None:
+        """Finish this run in the application's transaction open on ``connection`` (as
+        ``schedule(..., connection=)`` takes it): the task is done once that transaction
+        commits, whatever becomes of the worker; the worker's own outcome of the run then
+        changes nothing (an exception the handler raises after the commit is logged). If
+        the transaction rolls back, the run's outcome is the handler's, as without it.
+
+        Fenced by this claim's own token: a worker whose lease was taken over cannot
+        complete the task.
+
+        Raises:
+            LeaseLost: the lease is lost (another claim holds the task) or the task ended;
+                nothing was written.
+            ConfigError: outside a run of a worker, for a task that repeats (not yet
+                supported), on a store without a shared transaction (Redis), or a
+                connection the store refuses.
+        """
+        from duetime.calls.completion import complete
+
+        await complete(self, connection)

@@ -11,6 +11,7 @@ from collections.abc import Coroutine, Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, overload
 
+from duetime.calls.adapters import driver_connection
 from duetime.errors import ClientClosed
 from duetime.model import Task, TaskInfo
 from duetime.stores.base import State
@@ -104,20 +105,24 @@ class SyncClient:
         **options: Any,
     ) -> datetime | None:
         """See :meth:`App.schedule`."""
+        _here(options)
         call = self._app.schedule(task_type, task_id, unique_for=unique_for, **options)
         return self._call(call)
 
     def submit(self, task_type: str, **options: Any) -> str:
         """See :meth:`App.submit`."""
+        _here(options)
         return self._call(self._app.submit(task_type, **options))
 
-    def schedule_many(self, tasks: Iterable[Task]) -> int:
+    def schedule_many(self, tasks: Iterable[Task], *, connection: object = None) -> int:
         """See :meth:`App.schedule_many`."""
-        return self._call(self._app.schedule_many(list(tasks)))
+        connection = driver_connection(connection)
+        return self._call(self._app.schedule_many(list(tasks), connection=connection))
 
-    def cancel(self, task_type: str, task_id: str) -> bool:
+    def cancel(self, task_type: str, task_id: str, *, connection: object = None) -> bool:
         """See :meth:`App.cancel`."""
-        return self._call(self._app.cancel(task_type, task_id))
+        connection = driver_connection(connection)
+        return self._call(self._app.cancel(task_type, task_id, connection=connection))
 
     def abort(self, task_type: str, task_id: str) -> AbortStatus:
         """See :meth:`App.abort`."""
@@ -226,3 +231,10 @@ class SyncClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _here(options: dict[str, Any]) -> None:
+    """The driver connection of ``connection=``, found in the caller's thread (a Django
+    connection is the calling thread's)."""
+    if options.get("connection") is not None:
+        options["connection"] = driver_connection(options["connection"])

@@ -191,7 +191,7 @@ class FailingApp(duetime.App):
         self.landed.append(time.monotonic())
         return due
 
-    async def cancel(self, task_type: str, task_id: str) -> bool:
+    async def cancel(self, task_type: str, task_id: str, *, connection: object = None) -> bool:
         if task_id == "d5":
             await asyncio.sleep(0.02)
             raise duetime.StoreUnavailable("the connection dropped")

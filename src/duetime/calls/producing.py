@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from duetime.calls import conditions
 from duetime.calls.newtask import new_task
+from duetime.calls.transaction import store_on
 from duetime.clock import from_ms
 from duetime.errors import StoreError, UnknownTaskType, ValidationError
 from duetime.model import IfExists, Task
@@ -46,6 +47,7 @@ class ProducerCalls:
         unique_for: None = ...,
         priority: int | None = ...,
         group: str | None = ...,
+        connection: object = ...,
     ) -> datetime: ...
 
     @overload
@@ -64,6 +66,7 @@ class ProducerCalls:
         unique_for: timedelta | float,
         priority: int | None = ...,
         group: str | None = ...,
+        connection: object = ...,
     ) -> datetime | None: ...
 
     async def schedule(
@@ -81,6 +84,7 @@ class ProducerCalls:
         unique_for: timedelta | float | None = None,
         priority: int | None = None,
         group: str | None = None,
+        connection: object = None,
     ) -> datetime | None:
         """Schedule a task; if ``(task_type, task_id)`` exists, move it and replace its payload
         (unless ``if_exists`` says otherwise).
@@ -113,6 +117,11 @@ class ProducerCalls:
                 ``group_concurrency`` and ``group_rate`` hold each group on its own, so a
                 busy group does not hold back the others (see the flow control guide).
                 A ``"keep"`` or ``"merge"`` into a pending task leaves its group as it is.
+            connection: the application's connection to the store's database (PostgreSQL:
+                a psycopg 3 ``AsyncConnection``, or a ``Connection`` through ``app.sync()``):
+                the task is written inside the transaction open on it, and exists only once
+                that commits (workers are woken then); duetime never commits or rolls it
+                back. See docs/transactions.md.
 
         Returns:
             When the task is due, as an aware UTC datetime (with ``"keep"``, the pending
@@ -122,6 +131,9 @@ class ProducerCalls:
         Raises:
             ValidationError: a field is wrong (the error names it); nothing is written.
             UnknownTaskType: the type is neither registered nor declared.
+            ConfigError: ``connection`` is refused: the store shares no transaction with the
+                application (Redis), or the connection is of a type it cannot use, closed,
+                in a failed transaction, or to another database (the error says which).
             StoreUnavailable: the store cannot be reached; the task may or may not have been
                 written, and scheduling again is safe.
         """
@@ -139,7 +151,7 @@ class ProducerCalls:
             priority,
             group,
         )
-        store, new = await _prepare(self, spec)
+        store, new = await _prepare(self, spec, connection)
         if if_exists == "replace" and unique_for is None:
             await store.schedule(task_type, (new,))
             return from_ms(new.due_ms)
@@ -158,6 +170,7 @@ class ProducerCalls:
         limit: int | None = None,
         priority: int | None = None,
         group: str | None = None,
+        connection: object = None,
     ) -> str:
         """Schedule a new task under an id duetime picks, and return that id.
 
@@ -184,7 +197,7 @@ class ProducerCalls:
             priority=priority,
             group=group,
         )
-        store, new = await _prepare(self, spec)
+        store, new = await _prepare(self, spec, connection)
         for draw in range(SUBMIT_TRIES):
             if draw:  # the id is taken: the same task under another
                 new = new._replace(id=new_task_id())
@@ -192,13 +205,16 @@ class ProducerCalls:
                 return new.id
         raise StoreError(f"no free id for a new {task_type} task in {SUBMIT_TRIES} draws")
 
-    async def schedule_many(self: ClientSide, tasks: Iterable[Task]) -> int:
+    async def schedule_many(
+        self: ClientSide, tasks: Iterable[Task], *, connection: object = None
+    ) -> int:
         """Schedule many tasks in as few round trips as possible (one per type and 1,000).
 
         Every task is checked before any is written. Returns how many were scheduled:
         written, replaced or merged into (not those ``if_exists="keep"`` or ``unique_for``
         left alone). Tasks of one id in one call are written in their order: the last wins
         (with ``if_exists`` or ``unique_for``, each is applied in turn, one round trip each).
+        With ``connection``, every task is written in its transaction, as :meth:`schedule`.
         """
         specs = list(tasks)
         for n, spec in enumerate(specs):  # refused at the door, before any connection
@@ -207,7 +223,7 @@ class ProducerCalls:
             if spec.task_type not in self.types:
                 check_name(f"tasks[{n}].task_type", spec.task_type)
                 raise UnknownTaskType(spec.task_type, tuple(self.types), f"tasks[{n}].task_type")
-        store = await self.open()
+        store = await opened(self, connection)
         now = self.clock.now_ms()
         by_type: dict[str, list[tuple[Task, NewTask]]] = {}
         for n, spec in enumerate(specs):
@@ -231,13 +247,18 @@ class ProducerCalls:
         return written
 
 
-async def _prepare(client: ClientSide, spec: Task) -> tuple[Store, NewTask]:
+async def opened(client: ClientSide, connection: object) -> Store:
+    """The client's store, open; with ``connection``, on it (:mod:`duetime.calls.transaction`)."""
+    return await (client.open() if connection is None else store_on(client, connection))
+
+
+async def _prepare(client: ClientSide, spec: Task, connection: object) -> tuple[Store, NewTask]:
     """Check one task (before any connection when it has ``at``) and open the store."""
     default = client.task_type(spec.task_type).priority
     if spec.at is not None:  # refused at the door, before any connection is made
         new = new_task(spec, None, client.max_payload_bytes, default)
-        return await client.open(), new
-    store = await client.open()
+        return await opened(client, connection), new
+    store = await opened(client, connection)
     return store, new_task(spec, client.clock.now_ms(), client.max_payload_bytes, default)
 
 

@@ -4,7 +4,8 @@ protocol, each a protocol of its own that a store implements or not.
 A feature names the capabilities it needs (``Feature.needs``); :func:`require` refuses a
 store without one, naming both. Every store duetime ships has :data:`ENTRIES`,
 :data:`CONDITIONAL`, :data:`SCHEDULE_NAMES`, :data:`TELEMETRY`, :data:`GATES` and
-:data:`RUN_HISTORY`; only Redis has :data:`KEY_EVENTS`.
+:data:`RUN_HISTORY`; only Redis has :data:`KEY_EVENTS`, and only the SQL stores
+:data:`TRANSACTIONS`.
 """
 
 from __future__ import annotations
@@ -213,6 +214,27 @@ class RunHistory(Protocol):
         ...
 
 
+@runtime_checkable
+class SharedTransactions(Protocol):
+    """A store in the application's own database, whose writes can run in the application's
+    transaction (``schedule(..., connection=)``, docs/transactions.md)."""
+
+    async def in_transaction(self, connection: object) -> Any:
+        """This store (open) seen through ``connection``, the application's connection to
+        the store's database: each call of the store it returns runs the store's own
+        statements on that connection, inside the transaction open on it (its own
+        transactions there become savepoints), and it never commits, rolls back or closes
+        it; with no transaction open (autocommit) each call writes at once. Returns that
+        store (a ``Store``), for the length of one call of the application's.
+
+        Raises:
+            ConfigError: ``connection`` is not a connection the store can use (its type is
+                named), is closed or in a failed transaction, or reaches another database
+                than the store's (named); nothing is written.
+        """
+        ...
+
+
 P = TypeVar("P")
 
 
@@ -243,6 +265,12 @@ GATES: Capability[Gates] = Capability(
 )
 RUN_HISTORY: Capability[RunHistory] = Capability(
     "run history", RunHistory, "a store that keeps a history of runs"
+)
+
+TRANSACTIONS: Capability[SharedTransactions] = Capability(
+    "transaction shared with the application",
+    SharedTransactions,
+    "a store in the application's database (PostgreSQL or SQLite)",
 )
 
 

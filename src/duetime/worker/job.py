@@ -62,6 +62,7 @@ def handler_context(
             outcome.occurrence_id(claim.id, occurrence_ms),
             claim.token,
             app,
+            claim,
         ),
     )
 

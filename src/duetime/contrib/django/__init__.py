@@ -8,7 +8,9 @@ In ``settings.py``::
     DUETIME_NAMESPACE = "default"                 # optional
 
 In ``myproject/tasks.py``, ``app = new_app()`` (an App on those settings) and the handlers;
-in a view, ``sync_client().schedule(...)``; in a shell, ``manage.py duetime worker``,
+in a view, ``sync_client().schedule(...)`` (``connection=django.db.connection`` in the
+project's transaction, when it is the store's database; ``schedule_on_commit(...)`` after
+it, when not); in a shell, ``manage.py duetime worker``,
 ``manage.py duetime ls``, and every other command of ``duetime --help``.
 """
 
@@ -16,5 +18,13 @@ from __future__ import annotations
 
 from duetime.contrib.django.apps import sync_client
 from duetime.contrib.django.conf import DuetimeSettings, get_app, new_app, read_settings
+from duetime.contrib.django.oncommit import schedule_on_commit
 
-__all__ = ["DuetimeSettings", "get_app", "new_app", "read_settings", "sync_client"]
+__all__ = [
+    "DuetimeSettings",
+    "get_app",
+    "new_app",
+    "read_settings",
+    "schedule_on_commit",
+    "sync_client",
+]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Unpack
 
+from duetime.calls.producing import opened
 from duetime.features.expiring.feature import ExpiringFeature
 from duetime.features.history.settings import check_setting
 from duetime.model import History, Pacing, PolicyOptions, TaskPolicy
@@ -68,7 +69,7 @@ class ExpiringCalls:
         group = ExpiringGroup(
             group_type,
             ttl,
-            open_store=self.open,
+            open_store=lambda connection: opened(self, connection),
             now_ms=self.now_ms,
             max_payload_bytes=self.max_payload_bytes,
         )

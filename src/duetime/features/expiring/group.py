@@ -45,7 +45,7 @@ class ExpiringGroup:
         task_type: TaskType,
         ttl: timedelta | float,
         *,
-        open_store: Callable[[], Awaitable[Store]],
+        open_store: Callable[[object], Awaitable[Store]],
         now_ms: Callable[[], Awaitable[int]],
         max_payload_bytes: int,
     ) -> None:
@@ -74,6 +74,7 @@ class ExpiringGroup:
         *,
         ttl: timedelta | float | None = None,
         keep_ttl: bool = False,
+        connection: object = None,
     ) -> datetime:
         """Put ``value`` (any JSON value) under ``key``, expiring after ``ttl`` (default: the
         group's). With ``keep_ttl``, a live entry keeps its expiry (an entry that expired
@@ -85,8 +86,11 @@ class ExpiringGroup:
                 end is reserved for the expiries handed off), ``value`` or ``ttl`` (one that
                 puts the expiry past the year 9999); the error names it, and nothing is
                 written.
+            ConfigError: ``connection`` is refused (see ``schedule``'s); with it, the entry
+                is written in the transaction open on it (docs/transactions.md).
         """
-        return (await self.put_many([(key, value)], ttl=ttl, keep_ttl=keep_ttl))[0]
+        put = self.put_many([(key, value)], ttl=ttl, keep_ttl=keep_ttl, connection=connection)
+        return (await put)[0]
 
     async def put_many(
         self,
@@ -94,6 +98,7 @@ class ExpiringGroup:
         *,
         ttl: timedelta | float | None = None,
         keep_ttl: bool = False,
+        connection: object = None,
     ) -> list[datetime]:
         """Put many entries as :meth:`put` does, in as few round trips as possible; every
         entry is checked before any is written. Returns when each expires, in order."""
@@ -102,7 +107,7 @@ class ExpiringGroup:
         records = [(check_id(key, "key"), self._record(key, value)) for key, value in pairs]
         if len({key for key, _ in records}) < len(records):
             raise ValidationError("key", "the same key twice in one call")
-        store = await self._open()
+        store = await self._open(connection)
         now = await self._now_ms()
         # Checked for keep_ttl too: an entry that is not live gets the TTL.
         if now + ttl_ms > MAX_MS:
@@ -134,16 +139,16 @@ class ExpiringGroup:
         live = await self._live(key)
         return None if live is None else from_ms(live.due_ms)
 
-    async def delete(self, key: str) -> bool:
+    async def delete(self, key: str, *, connection: object = None) -> bool:
         """Remove the entry under ``key``, without running the handler; whether there was a
         live one (an expired entry is still handled)."""
         _check_lookup(key)
-        store = await self._open()
+        store = await self._open(connection)
         return await use(store, ENTRIES).remove_entry(self.name, key, await self._now_ms())
 
     async def _live(self, key: str) -> StoredTask | None:
         _check_lookup(key)
-        store = await self._open()
+        store = await self._open(None)
         stored = await store.get(self.name, key)
         if stored is None or stored.state != "due" or stored.due_ms <= await self._now_ms():
             return None

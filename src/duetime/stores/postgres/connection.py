@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import psycopg
 import psycopg_pool
@@ -84,6 +84,15 @@ def _gone(exc: BaseException) -> bool:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
+
+
+class Runs(Protocol):
+    """What runs a store's SQL: :class:`Database` on the pool, ``caller.CallerDatabase`` on
+    an application's connection."""
+
+    async def run(self, what: str, job: Callable[[Conn], Awaitable[T]]) -> T: ...
+
+    async def close(self) -> None: ...
 
 
 class Database:

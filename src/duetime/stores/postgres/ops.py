@@ -55,6 +55,18 @@ class Queues:
                 qid = self._known[task_type] = int(row[0])
         return qid
 
+    def view(self) -> Queues:
+        """A copy that knows what this one knows and keeps what it finds to itself: for the
+        statements of an application's transaction, which may roll back (``caller.py``)."""
+        seen = Queues.__new__(Queues)
+        seen.namespace, seen.channel = self.namespace, self.channel
+        seen._known, seen.laned, seen.grouped = (
+            dict(self._known),
+            set(self.laned),
+            set(self.grouped),
+        )
+        return seen
+
     def _names(self, task_type: str) -> dict[str, str]:
         return {"namespace": self.namespace, "type": task_type}
 

@@ -77,6 +77,9 @@ class Queries(NamedTuple):
     read_groups: bytes
     mark_groups: bytes
     groups_on: bytes
+    caller_identity: bytes
+    enter_schema: bytes
+    leave_schema: bytes
 
 
 def strip(text: str) -> bytes:

@@ -21,9 +21,10 @@ from duetime.stores.base import (
 from duetime.stores.conditional import Answer, Condition, check_conditions
 from duetime.stores.gating import Gate
 from duetime.stores.history import check_log
-from duetime.stores.postgres import conditional, gates, leases, ops, wake
+from duetime.stores.postgres import caller, conditional, gates, leases, ops, wake
+from duetime.stores.postgres.caller import Identity
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
-from duetime.stores.postgres.connection import Conn, Database, read_settings
+from duetime.stores.postgres.connection import Conn, Database, Runs, read_settings
 from duetime.stores.postgres.queries import Q
 from duetime.stores.postgres.telemetry import PostgresTelemetry
 from duetime.stores.runs import RunLog, StoredRun
@@ -51,7 +52,8 @@ class PostgresStore:
 
     def __init__(self, config: PostgresConfig) -> None:
         self.config = config
-        self._db: Database | None = None
+        self._db: Runs | None = None
+        self._identity: Identity | None = None  # what in_transaction checks against
         self._queues = ops.Queues(config)
         self._warnings: list[str] = []
         self._opening = LoopLock()
@@ -111,6 +113,21 @@ class PostgresStore:
             return float(row[0])
 
         return await self._run("time_ms", now)
+
+    async def in_transaction(self, connection: object) -> PostgresStore:
+        """This store with its writes and reads on ``connection`` (a psycopg 3 connection to
+        the store's database), inside its open transaction: see ``SharedTransactions``.
+
+        Raises:
+            ConfigError: see ``caller.bind``; the store is not touched.
+        """
+        if self._identity is None:
+            config = self.config
+            self._identity = await self._run("identity", lambda c: caller.identity(c, config))
+        bound = PostgresStore(self.config)
+        bound._db = await caller.bind(connection, self.config, self._identity)
+        bound._queues = self._queues.view()
+        return bound
 
     async def _run(self, what: str, job: Callable[[Conn], Awaitable[T]]) -> T:
         if self._loop.moved() and self._db is not None:

@@ -58,6 +58,19 @@ class SqliteStore(FileOnThread, SqliteGates, RunReads):
     def copy(self) -> SqliteStore:
         return SqliteStore(self.config)
 
+    async def in_transaction(self, connection: object) -> SqliteStore:
+        """This store with its writes and reads on ``connection`` (a ``sqlite3.Connection``
+        to the store's file), inside its open transaction: see ``SharedTransactions``.
+
+        Raises:
+            ConfigError: see ``caller.check``; the store is not touched.
+        """
+        from duetime.stores.sqlite import caller  # it builds on this module
+
+        if self._db is None:
+            raise StoreError("the SQLite store is not open")
+        return caller.bind(self, connection)
+
     async def check_settings(self) -> list[str]:
         """Nothing can change under an open file that would lose tasks: always ``[]``."""
         return []
