@@ -31,6 +31,7 @@ from duetime.worker import outcome
 from duetime.worker.handler import call_handler
 from duetime.worker.job import ClaimJob, handler_context
 from duetime.worker.notes import done_run
+from duetime.worker.results import kept
 from duetime.worker.run import Run, ended
 
 if TYPE_CHECKING:
@@ -100,7 +101,8 @@ class Executor:
         claim = run.claim
         if task_type.name in self.noted:
             ended_ms = int(self.clock.now())
-            return done_run(claim, run.fired_ms, ended_ms, attempt, occurrence, unique)
+            result = run.result
+            return done_run(claim, run.fired_ms, ended_ms, attempt, occurrence, unique, result)
         return done(claim, unique)
 
     async def failed(
@@ -168,7 +170,11 @@ class Executor:
                     run.fired_ms = self.clock.now()
                 error: Exception | None = None
                 try:
-                    await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
+                    value = await call_handler(
+                        task_type, time_limit, record.payload, ctx, self.pool
+                    )
+                    if value is not None and task_type.name in self.noted:
+                        run.result = kept(value)
                 except Exception as exc:
                     error = exc
                 if error is None and run.aborted is None:
