@@ -1,6 +1,7 @@
 """The wait of ``App.result(..., wait=...)`` for a task's run to finish: woken by the
-store's wake-ups (a hint), the run history read again then, and at growing intervals
-(capped) in case a wake-up never comes: the stored run is the truth."""
+store's wake-ups (a hint), and at growing intervals (capped) in case a wake-up never
+comes, it looks the task up, and reads the run history when the task is gone or changed:
+the stored run is the truth."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from duetime.stores.runs import StoredRun
 
 #: The first and the longest wait between two reads of the history without a wake-up.
 FIRST_SECONDS = 0.005
-CAP_SECONDS = 0.1
+CAP_SECONDS = 0.05
 
 #: The states of a task whose run is yet to finish.
 PENDING = ("due", "running")
@@ -44,18 +45,25 @@ async def wait_finished(
 
 
 async def _next_run(store: Store, task_type: str, task_id: str, woken: asyncio.Event) -> StoredRun:
+    """The run to answer with. Between wake-ups and pauses it looks the task up (one key or
+    row); it reads the history only when the task is not due or running (it finished, it
+    is dead, it is not written yet) or changed (a run began, a retry or the next
+    occurrence of a series came due)."""
     before = await last_finished(store, task_type, task_id)
-    stored = await store.get(task_type, task_id)  # read after the history: see below
-    pending = stored is not None and stored.state in PENDING
-    pause = FIRST_SECONDS
+    seen = await store.get(task_type, task_id)  # read after the history: see below
+    pending = seen is not None and seen.state in PENDING
+    look, pause = False, FIRST_SECONDS
     while True:
-        # A run that finished between the two reads above is newer than `before`, and the
-        # task is then no longer pending: the read below finds it either way.
-        found = await last_finished(store, task_type, task_id)
-        if found is not None and (not pending or found != before):
-            return found
+        if look or seen is None or seen.state not in PENDING:
+            # A run that finished between the first two reads is newer than `before`, and
+            # the task is then no longer pending: this read finds it either way.
+            found = await last_finished(store, task_type, task_id)
+            if found is not None and (not pending or found != before):
+                return found
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(pause):
                 await woken.wait()
         woken.clear()
         pause = min(pause * 2, CAP_SECONDS)
+        now = await store.get(task_type, task_id)
+        look, seen = now != seen, now
