@@ -196,3 +196,15 @@ async def test_a_type_without_a_history_keeps_no_result(app: duetime.App) -> Non
         await asyncio.wait_for(done.wait(), 10)
     with pytest.raises(duetime.TaskNotFound):
         await app.result("quiet", "q1")
+
+
+async def test_a_partitioned_type_keeps_each_tasks_result(app: duetime.App) -> None:
+    @app.task("split", partitions=4)
+    async def split(payload: dict[str, Any], ctx: duetime.Context) -> str:
+        return ctx.task_id.upper()
+
+    async with running(app):
+        for n in range(8):
+            await app.schedule("split", f"s{n}")
+        for n in range(8):
+            assert await app.result("split", f"s{n}", wait=10) == f"S{n}"
