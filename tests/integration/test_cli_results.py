@@ -1,4 +1,5 @@
-"""``duetime show`` prints the result of a task's last finished run."""
+"""``duetime show`` prints the result of a task's last finished run, and ``duetime history
+--json`` each run's."""
 
 from __future__ import annotations
 
@@ -42,3 +43,7 @@ def test_show_prints_the_last_result(tmp_path: Path, namespace: str) -> None:
     assert json.loads(result.stdout)["result"] == {"rows": 1200}
     shown = CliRunner().invoke(main, args)
     assert shown.exit_code == 0 and '"rows": 1200' in shown.stdout
+    history = ["--log-level", "WARNING", "history", "report", "r1", "--json", "--url", url]
+    listed = CliRunner().invoke(main, [*history, "--namespace", namespace])
+    assert listed.exit_code == 0, listed.output
+    assert [run["result"] for run in json.loads(listed.stdout)] == [{"rows": 1200}]
