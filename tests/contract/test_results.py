@@ -176,11 +176,12 @@ async def test_a_series_result_and_task_info(app: duetime.App) -> None:
         await app.schedule("tick", "t1", every=timedelta(milliseconds=50))
         first = await app.result("tick", "t1", wait=10)
         second = await app.result("tick", "t1", wait=10)  # the series runs on: its next run
-        await app.cancel("tick", "t1")
     assert second["occurrence"] > first["occurrence"]
-    await app.schedule("tick", "t1", at=datetime.now(UTC) + timedelta(days=1))
-    info = await app.get("tick", "t1")
-    assert info is not None and info.result is not None and "occurrence" in info.result
+    info = await app.get("tick", "t1")  # the series stays, due again
+    assert info is not None and info.kind == "periodic"
+    assert info.result == await app.result("tick", "t1")
+    assert info.result["occurrence"] >= second["occurrence"]
+    await app.cancel("tick", "t1")
 
 
 async def test_a_type_without_a_history_keeps_no_result(app: duetime.App) -> None:

@@ -65,12 +65,14 @@ class ResultCalls:
 
     async def get(self: AppSide, task_type: str, task_id: str) -> TaskInfo | None:
         """The task with this id, or None; with ``result``, what the handler of its last
-        finished run returned (when that run ended done, and the store keeps a history)."""
+        finished run returned, for a task that stays as it runs (a series, a cron
+        schedule, a poller: not a one-off task, whose runs leave it behind) when that run
+        ended done and the store keeps a history."""
         from duetime.client import Client
 
         info = await Client.get(cast("Client", self), task_type, task_id)
-        if info is None or not has(self.store(), RUN_HISTORY):
-            return info
+        if info is None or info.kind == "once" or not has(self.store(), RUN_HISTORY):
+            return info  # no history read for a one-off task: it has not finished
         from duetime.features.results.read import last_finished
 
         run = await last_finished(await self.open(), task_type, task_id)
