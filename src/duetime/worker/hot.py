@@ -104,12 +104,12 @@ def _hot(
             waiting = call.send(None)
         except StopIteration as returned:
             if noted:  # with the run's note, for the history: its first attempt
-                value = returned.value
-                if value is not None:  # a result, kept with the run
-                    try:
-                        run.result = kept(value)
-                    except Abort as exc:
-                        return _failure(executor, task_type, time_limit, run, payload, ctx, exc)
+                if returned.value is None:  # no result: the note as it always was
+                    return done_run(claim, run.fired_ms, int(now()), 1, due)
+                try:
+                    run.result = kept(returned.value)  # a result, kept with the run
+                except Abort as exc:
+                    return _failure(executor, task_type, time_limit, run, payload, ctx, exc)
                 return done_run(claim, run.fired_ms, int(now()), 1, due, 0, run.result)
             return done(claim)
         except asyncio.CancelledError:  # its handler raised it: handed back, as if cut short
