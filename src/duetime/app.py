@@ -22,6 +22,7 @@ from duetime.features.keyevents.calls import KeyEventCalls
 from duetime.features.keyevents.feature import KeyEventFeature
 from duetime.features.pollers.calls import PollerCalls
 from duetime.features.pollers.feature import PollerFeature
+from duetime.features.results.calls import ResultCalls
 from duetime.features.telemetry.calls import WatchCalls
 from duetime.features.telemetry.feature import TelemetryFeature
 from duetime.health import DEFAULT_HEALTH_HOST, DEFAULT_HEALTH_INTERVAL, WorkerHealth
@@ -44,6 +45,7 @@ class App(
     PollerCalls,
     KeyEventCalls,
     HistoryCalls,
+    ResultCalls,
     WatchCalls,
     FlowCalls,
     Client,

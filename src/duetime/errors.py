@@ -20,6 +20,7 @@ Every error duetime raises derives from :class:`DuetimeError`::
       LeaseLost                   a write made under a lease that passed to another worker
       ClientClosed                the blocking client was closed before or during the call
       BulkIncomplete              a bulk retry or cancel did the others, but not these tasks
+      TaskFailed                  the task whose result was asked for ended dead
 
 Control signals live apart, because they are not failures of duetime: a handler raises
 :class:`Retry` to ask for another attempt at a given time, :class:`Abort` to send its task
@@ -227,6 +228,27 @@ class BulkIncomplete(DuetimeError):
         super().__init__(
             f"{verb} {done} tasks of {task_type}; {len(failed)} could not be: {shown}{more}"
         )
+
+
+class TaskFailed(DuetimeError):
+    """The last finished run of the task whose result was asked for (``App.result``) ended
+    dead: it has no result.
+
+    Attributes:
+        task_type: the task's type.
+        task_id: its id.
+        error: why it ended dead (the run history's error), or None.
+        traceback: the traceback of the failure that sent it there, or None.
+    """
+
+    def __init__(
+        self, task_type: str, task_id: str, error: str | None, traceback: str | None = None
+    ) -> None:
+        self.task_type = task_type
+        self.task_id = task_id
+        self.error = error
+        self.traceback = traceback
+        super().__init__(f"task {task_type}/{task_id} ended dead: {error or 'no error kept'}")
 
 
 class Retry(Exception):

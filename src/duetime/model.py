@@ -330,6 +330,10 @@ class TaskInfo:
         group: its group (None for none): the type's group limits hold each group apart.
         unique_for: the window it was scheduled with (``unique_for``), or None: for that
             long after it finishes, scheduling its id again writes nothing.
+        result: for a task that stays as it runs (a series, a cron schedule), what the
+            handler of its last finished run returned (:meth:`App.result`), when that run
+            ended done and its type keeps a history; None otherwise (a one-off task is
+            gone once it finished: ask :meth:`App.result`).
     """
 
     task_type: str
@@ -347,3 +351,4 @@ class TaskInfo:
     priority: int = 0
     group: str | None = None
     unique_for: timedelta | None = None
+    result: Any = None

@@ -40,6 +40,10 @@ class Operated(Protocol):
         self, task_type: str, task_id: str | None = None, *, limit: int = ...
     ) -> list[RunInfo]: ...
 
+    async def result(
+        self, task_type: str, task_id: str, wait: timedelta | float | None = None
+    ) -> Any: ...
+
 
 #: How long :meth:`SyncClient.close` waits for the calls in flight, and then for the store
 #: to close, before it cuts them short.
@@ -173,6 +177,10 @@ class SyncClient:
     ) -> builtins.list[RunInfo]:
         """The recent runs of a type or of one task, newest first: see :meth:`App.history`."""
         return self._call(self._ops.history(task_type, task_id, limit=limit))
+
+    def result(self, task_type: str, task_id: str, wait: timedelta | float | None = None) -> Any:
+        """What the task's last finished run returned: see :meth:`App.result`."""
+        return self._call(self._ops.result(task_type, task_id, wait))
 
     def add_cron(self, name: str, expression: str, *, task: str, **options: Any) -> bool:
         """See :meth:`App.add_cron`."""

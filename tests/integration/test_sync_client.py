@@ -135,3 +135,22 @@ async def test_an_operators_calls_from_blocking_code(
     finally:
         await asyncio.to_thread(client.close)
         await app.close()
+
+
+async def test_a_result_from_blocking_code(tmp_path: Path, namespace: str) -> None:
+    """``SyncClient.result`` waits for a run and returns what its handler returned."""
+    app = duetime.App(f"sqlite:///{tmp_path / 'results.db'}", namespace=namespace)
+
+    @app.task("extract")
+    async def extract(payload: dict[str, object]) -> dict[str, int]:
+        return {"rows": 1200}
+
+    client = app.sync()
+    try:
+        async with running(app):
+            await asyncio.to_thread(client.schedule, "extract", "e1")
+            got = await asyncio.to_thread(client.result, "extract", "e1", timedelta(seconds=10))
+            assert got == {"rows": 1200}
+    finally:
+        await asyncio.to_thread(client.close)
+        await app.close()

@@ -6,8 +6,9 @@ Job, its trigger or ``run_once``). Here the same claims, with the same handlers,
 both, on a clock the test holds still, and what each hands the outbox (the outcome with
 the note the runner adds) must be the same, whatever the handler does: return at once or
 after waiting, fail and be retried, fail for the last time, run past its time limit, be
-aborted before it starts or while it waits, ask the type to wait (RateLimited), or meet a
-record the fast path does not take (a retry, a series, a unique task).
+aborted before it starts or while it waits, ask the type to wait (RateLimited), return a
+result (kept with the run's note) or one too big to keep, or meet a record the fast path
+does not take (a retry, a series, a unique task).
 """
 
 from __future__ import annotations
@@ -36,13 +37,28 @@ from duetime.worker.notes import note
 from duetime.worker.run import Run
 
 NOW = 1_800_000_000_000
-BEHAVIOURS = ("returns", "waits", "fails", "fails_after_wait", "times_out", "limited", "aborts")
+BEHAVIOURS = (
+    "returns",
+    "result",
+    "too_big",
+    "waits",
+    "waits_result",
+    "fails",
+    "fails_after_wait",
+    "times_out",
+    "limited",
+    "aborts",
+)
 
 
 def _handler(behaviour: str, runs: list[Run]) -> Any:
-    async def handler(payload: dict[str, Any]) -> None:
+    async def handler(payload: dict[str, Any]) -> object:
         if behaviour == "returns":
-            return
+            return None
+        if behaviour == "result":
+            return {"n": payload["n"], "rows": [1, 2]}
+        if behaviour == "too_big":
+            return "x" * 70_000  # past a result's 64 KiB: the dead letters
         if behaviour == "fails":
             raise ValueError(f"bad {payload['n']}")
         if behaviour == "limited":
@@ -54,6 +70,9 @@ def _handler(behaviour: str, runs: list[Run]) -> Any:
             await asyncio.Event().wait()  # never set: the time limit ends it
         if behaviour == "aborts":
             runs[-1].aborted = "aborted: App.abort() was called"
+        if behaviour == "waits_result":
+            return [payload["n"]]
+        return None
 
     return handler
 

@@ -71,6 +71,7 @@ def run_doc(run: RunInfo) -> dict[str, Any]:
         "error": run.error,
         "traceback": run.traceback,
         "worker": run.worker,
+        "result": run.result,
     }
 
 

@@ -33,8 +33,9 @@ from duetime.stores.base import STATES, State
 @click.argument("task_type")
 @click.argument("task_id")
 def show(task_type: str, task_id: str, **options: Any) -> None:
-    """Show one task with its payload (as JSON), and after a failure its traceback (exit
-    code 3 when there is none)."""
+    """Show one task with its payload (as JSON), the result of its last finished run (when
+    its type keeps a history), and after a failure its traceback (exit code 3 when there is
+    none)."""
     target = Target.from_options(options)
 
     async def call() -> TaskInfo | None:
@@ -44,7 +45,7 @@ def show(task_type: str, task_id: str, **options: Any) -> None:
     info = target.run(call)
     if info is None:
         raise no_task(task_type, task_id, target.given)
-    doc = task_doc(info)
+    doc = {**task_doc(info), "result": info.result}
     if target.as_json:
         emit(doc)
         return

@@ -83,9 +83,9 @@ def check_log(record: RunLog | None) -> None:
 
 
 def is_plain(note: RunNote | None) -> bool:
-    """Whether a note is a plain completion's (done, without an error or traceback): the
-    runs a batch holds."""
-    return note is not None and note[4] == "done" and not note[5] and not note[6]
+    """Whether a note is a plain completion's (done, without an error, traceback or
+    result): the runs a batch holds."""
+    return note is not None and note[4] == "done" and not note[5] and not note[6] and not note[7]
 
 
 def pack(runs: Sequence[tuple[str, RunNote]], base_ms: int) -> str:
@@ -165,9 +165,12 @@ class Newest:
 
 def row_runs(row: Sequence[object]) -> tuple[int, list[StoredRun]]:
     """A row of a SQL store's run history (base_ms, keep, worker, batch, id, occurrence_ms,
-    attempt, started_ms, outcome, error, trace): how many runs the type kept as it was
-    written, and its runs (a batch's, or its one), newest first."""
-    base, keep, worker, batch, task_id, occurrence, attempt, started, outcome, error, trace = row
+    attempt, started_ms, outcome, error, trace, result): how many runs the type kept as it
+    was written, and its runs (a batch's, or its one), newest first."""
+    base, keep, worker, batch, task_id, occurrence, attempt, started, outcome, error, trace = row[
+        :11
+    ]
+    result = row[11] if len(row) > 11 else None
     by, base_ms = wire.maybe_text(worker), wire.ms(base)
     if batch is not None:
         return wire.count(keep), unpack(wire.text(batch), base_ms, by)
@@ -181,5 +184,6 @@ def row_runs(row: Sequence[object]) -> tuple[int, list[StoredRun]]:
         wire.maybe_text(error),
         wire.maybe_text(trace),
         by,
+        wire.maybe_text(result),
     )
     return wire.count(keep), [run]

@@ -26,6 +26,8 @@ class RunNote(NamedTuple):
         outcome: how it ended.
         error: why it failed (bounded), or why it ended; "" for none.
         trace: the traceback of a failure, bounded as a task keeps it; "" for none.
+        result: what a done run's handler returned, as JSON text (at most
+            ``results.MAX_RESULT_BYTES``); "" for none (it returned None).
     """
 
     started_ms: int
@@ -35,6 +37,7 @@ class RunNote(NamedTuple):
     outcome: RunOutcome
     error: str = ""
     trace: str = ""
+    result: str = ""
 
 
 class RunLog(NamedTuple):
@@ -59,6 +62,7 @@ class StoredRun(NamedTuple):
             crashed run, recorded as its lease expired).
         error: the error of a failure, or why it ended (a lease that expired).
         worker: the id of the worker that ran it; None when unknown (a crashed run).
+        result: what its handler returned, as JSON text; None for none.
     """
 
     task_id: str
@@ -70,3 +74,4 @@ class StoredRun(NamedTuple):
     error: str | None
     trace: str | None
     worker: str | None
+    result: str | None = None

@@ -101,7 +101,8 @@ class Executor:
         claim = run.claim
         if task_type.name in self.noted:
             ended_ms = int(self.clock.now())
-            return done_run(claim, run.fired_ms, ended_ms, attempt, occurrence, unique)
+            result = run.result
+            return done_run(claim, run.fired_ms, ended_ms, attempt, occurrence, unique, result)
         return done(claim, unique)
 
     async def failed(

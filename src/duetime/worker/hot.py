@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from duetime.clock import MAX_MS, MIN_MS
 from duetime.context import Context
+from duetime.errors import Abort
 from duetime.record import PAYLOAD, Record, plain_payload
 from duetime.stores.base import Outcome, done
 from duetime.tasktype import TaskType
@@ -27,6 +28,7 @@ from duetime.worker.eager import resume
 from duetime.worker.handler import timed_call
 from duetime.worker.job import handler_context
 from duetime.worker.notes import done_run
+from duetime.worker.results import kept
 from duetime.worker.run import Run
 
 if TYPE_CHECKING:
@@ -100,9 +102,15 @@ def _hot(
         try:
             call = call_of(payload, ctx)
             waiting = call.send(None)
-        except StopIteration:
+        except StopIteration as returned:
             if noted:  # with the run's note, for the history: its first attempt
-                return done_run(claim, run.fired_ms, int(now()), 1, due)
+                if returned.value is None:  # no result: the note as it always was
+                    return done_run(claim, run.fired_ms, int(now()), 1, due)
+                try:
+                    run.result = kept(returned.value)  # a result, kept with the run
+                except Abort as exc:
+                    return _failure(executor, task_type, time_limit, run, payload, ctx, exc)
+                return done_run(claim, run.fired_ms, int(now()), 1, due, 0, run.result)
             return done(claim)
         except asyncio.CancelledError:  # its handler raised it: handed back, as if cut short
             return Outcome("release", claim, due)
@@ -125,7 +133,9 @@ async def _goes_on(
 ) -> Outcome:
     """A hot-path run whose handler waits: the rest of its call, then its outcome."""
     try:
-        await resume(call, waiting)
+        value = await resume(call, waiting)
+        if value is not None and task_type.name in executor.noted:
+            run.result = kept(value)  # a result, kept with the run
     except Exception as exc:
         return await _failure(executor, task_type, time_limit, run, payload, ctx, exc)
     if run.aborted is not None:

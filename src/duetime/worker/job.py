@@ -20,6 +20,7 @@ from duetime.tasktype import TaskType
 from duetime.triggers.base import Follow, Next, Trigger
 from duetime.worker import outcome
 from duetime.worker.handler import call_handler
+from duetime.worker.results import kept
 from duetime.worker.run import Run, abort_later, aborted_error, ended
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ class JobHost(Protocol):
     timed: bool
     #: whether a run's start is noted (the minute counter or the run history needs it)
     marks: bool
+    #: the task types whose runs the run history keeps (and their results)
+    noted: frozenset[str]
 
 
 def handler_context(
@@ -161,6 +164,8 @@ class ClaimJob:
             self.result = await call_handler(
                 self.task_type, self._time_limit, self.record.payload, ctx, executor.pool
             )
+            if self.result is not None and self.task_name in executor.noted:
+                run.result = kept(self.result)  # for the history (Abort: not kept)
         except asyncio.CancelledError:
             if run.aborted is None:
                 raise

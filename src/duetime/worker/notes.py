@@ -24,10 +24,13 @@ def done_run(
     attempt: int,
     occurrence_ms: int,
     unique_ms: int = 0,
+    result: str = "",
 ) -> Outcome:
-    """``done(claim, unique_ms)`` with its run's note, built the cheapest way: the hot path
-    of a type that keeps a history."""
-    ran = _new(RunNote, (int(started_ms), finished_ms, attempt, occurrence_ms, "done", "", ""))
+    """``done(claim, unique_ms)`` with its run's note (and its handler's ``result``, JSON
+    text), built the cheapest way: the hot path of a type that keeps a history."""
+    ran = _new(
+        RunNote, (int(started_ms), finished_ms, attempt, occurrence_ms, "done", "", "", result)
+    )
     return _new(Outcome, ("done", claim, None, "", "", "", "", None, unique_ms, False, ran))
 
 
@@ -62,5 +65,6 @@ def note(run: Run, outcome: Outcome, finished_ms: int) -> Outcome:
         verdict,
         error,
         run.trace or "",
+        run.result if verdict == "done" else "",
     )
     return noted(outcome, kept)

@@ -32,6 +32,8 @@ class Run:
         occurrence_ms: the occurrence its handler ran (0: unknown; noted for the history).
         attempt: which attempt at that occurrence it was (0: unknown; noted likewise).
         trace: the traceback of its failure, as the task keeps it (for the history).
+        result: what its handler returned, as JSON text, when its type keeps a history and
+            it returned something ("" otherwise: see :mod:`.results`).
         outcome: what follows the run, once finished.
         aborted: why the run is being aborted (None while it is not): see :func:`abort_run`.
         cut: the timer that cancels an aborted handler again at the end of the grace.
@@ -44,6 +46,7 @@ class Run:
     occurrence_ms: int = 0
     attempt: int = 0
     trace: str | None = None
+    result: str = ""
     outcome: Outcome | None = None
     aborted: str | None = None
     cut: asyncio.TimerHandle | None = None

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from duetime.clock import from_ms, in_range
 from duetime.stores.base import Store
@@ -33,6 +35,8 @@ class RunInfo:
         error: why it failed, or why it ended (``lease expired ...``: its worker died).
         traceback: the traceback of its failure, its last frames and at most 8 KB.
         worker: the id of the worker that ran it (None when unknown: its worker died).
+        result: what its handler returned (a done run's, when it returned something: see
+            :meth:`App.result`); None otherwise.
     """
 
     task_type: str
@@ -47,6 +51,7 @@ class RunInfo:
     error: str | None
     traceback: str | None
     worker: str | None
+    result: Any = None
 
 
 def run_info(task_type: str, run: StoredRun) -> RunInfo:
@@ -68,6 +73,7 @@ def run_info(task_type: str, run: StoredRun) -> RunInfo:
         run.error,
         run.trace,
         run.worker,
+        None if run.result is None else json.loads(run.result),
     )
 
 

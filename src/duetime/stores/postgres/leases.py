@@ -238,6 +238,7 @@ def _runs(
         "outcomes": [n.outcome for n in notes],
         "errors": [n.error or None for n in notes],
         "traces": [n.trace or None for n in notes],
+        "results": [n.result or None for n in notes],
     }
 
 

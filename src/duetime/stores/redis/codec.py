@@ -35,9 +35,11 @@ def log_args(record: RunLog) -> tuple[Any, ...]:
 
 
 def ran_op(n: RunNote) -> tuple[Any, ...]:
-    """The settle script's ``ran`` op: the run of the outcome before it."""
+    """The settle script's ``ran`` op: the run of the outcome before it; and after it a
+    ``result`` op, when its handler returned something."""
     started = n.started_ms or ""
-    return ("ran", started, n.finished_ms, n.attempt, n.occurrence_ms, n.outcome, n.error, n.trace)
+    ran = ("ran", started, n.finished_ms, n.attempt, n.occurrence_ms, n.outcome, n.error, n.trace)
+    return ran + ("result", n.result) if n.result else ran
 
 
 def settle_ops(
@@ -69,11 +71,11 @@ def settle_ops(
         if o[0] != "done" or o[5] or o[7] is not None or o[8] or "\n" in c[0]:
             to_rest(o)
             continue
-        n = o[NOTE]  # started, finished, attempt, occurrence, outcome, error, trace
+        n = o[NOTE]  # started, finished, attempt, occurrence, outcome, error, trace, result
         if n is None or not recorded:
             to_plain(o)
             to_plain_lines(f"{c[1]}|{c[0]}")
-        elif n[4] == "done" and not n[5] and not n[6]:
+        elif n[4] == "done" and not n[5] and not n[6] and not n[7]:
             started, end, attempt, occurrence = n[0], n[1], n[2], n[3]
             to_ran(o)
             to_ran_lines(f"{c[1]}|{c[0]}")
@@ -141,6 +143,7 @@ def entry_runs(fields: dict[bytes, bytes]) -> tuple[int, list[StoredRun]]:
             error=wire.text(fields[b"e"]) if fields.get(b"e") else None,
             trace=wire.text(fields[b"t"]) if fields.get(b"t") else None,
             worker=worker,
+            result=wire.text(fields[b"v"]) if fields.get(b"v") else None,
         )
         return keep, [run]
     lines, done = batch.split(b"\n"), fields.get(b"h", b"").split(b"\n")

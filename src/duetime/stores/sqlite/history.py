@@ -43,11 +43,12 @@ def record_runs(
             (qid, added, n.finished_ms, keep, by, None, wire.param(task_id))
             + (n.occurrence_ms, n.attempt, n.started_ms or None, n.outcome)
             + (wire.param(n.error or None), wire.param(n.trace or None))
+            + (wire.param(n.result or None),)
         )
     if plain:
         added += len(plain)
         batch = wire.param(pack(plain, now_ms))
-        rows.append((qid, added, now_ms, keep, by, batch, *[None] * 7))
+        rows.append((qid, added, now_ms, keep, by, batch, *[None] * 8))
     conn.executemany(Q.add_run, rows)
     _trim(conn, qid, record, now_ms, added)
 

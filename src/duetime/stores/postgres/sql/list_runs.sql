@@ -3,9 +3,9 @@
 -- migrations/0007_runs.sql for the columns).
 -- Parameters: %(qid)s, %(since)s (ms), %(added)s, %(n)s, %(rows)s.
 -- Returns rows: added, n, base_ms, keep, worker, batch, id, occurrence_ms, attempt,
--- started_ms, outcome, error, trace.
+-- started_ms, outcome, error, trace, result.
 SELECT added, n, base_ms, keep, worker, batch, id, occurrence_ms, attempt, started_ms,
-       outcome, error, trace
+       outcome, error, trace, result
 FROM runs
 WHERE qid = %(qid)s AND (added, n) < (%(added)s, %(n)s) AND base_ms >= %(since)s
 ORDER BY added DESC, n DESC

@@ -99,7 +99,8 @@ end
 --      ran>|<attempt, '' for 1>|<ms before f of its occurrence>"
 -- or, for one run:
 --   i id, o occurrence ms, a attempt, d ms its handler ran ('' when none did or it is
---   unknown), r outcome, e error, t traceback
+--   unknown), r outcome, e error, t traceback, v result (what its handler returned, JSON;
+--   absent for none)
 
 -- The last id ever added to the stream `runs`, as the count of runs it says were added.
 local function last_added(runs)
@@ -148,16 +149,19 @@ local function is_int(value)
 end
 
 -- Add the run `run` = {started ('' for none), finished, attempt, occurrence, outcome, error,
--- trace} of task `id` to `runs` as an entry of its own, after `added` runs; returns the runs
+-- trace, result (nil for none)} of task `id` to `runs` as an entry of its own, after `added` runs; returns the runs
 -- added now. `log` = {worker, keep, max age}.
 local function add_run(runs, added, id, run, log)
   local took = ''
   if run[1] ~= '' then
     took = string.format('%d', math.max(0, tonumber(run[2]) - tonumber(run[1])))
   end
-  return add_entry(runs, added, 1, {'f', run[2], 'k', log[2], 'w', log[1], 'i', id,
-                                   'o', run[4], 'a', run[3], 'd', took, 'r', run[5],
-                                   'e', run[6], 't', run[7]})
+  local fields = {'f', run[2], 'k', log[2], 'w', log[1], 'i', id, 'o', run[4], 'a', run[3],
+                  'd', took, 'r', run[5], 'e', run[6], 't', run[7]}
+  if run[8] then  -- what its handler returned (a settle's result op)
+    fields[#fields + 1], fields[#fields + 2] = 'v', run[8]
+  end
+  return add_entry(runs, added, 1, fields)
 end
 
 -- Add the plain completions of `batch` = {first, last, lines, runs} (items first..last of

@@ -35,6 +35,8 @@
 --                                     (after one of the outcomes, recorded only if that
 --                                     one is kept) its run, an entry of its own; started
 --                                     is '' when no handler ran
+--   result   json                     (after ran) what that run's handler returned, kept
+--                                     with its run (field v of its entry)
 --   ran*     lines runs               done, and its run recorded as done, for several
 --                                     runs: lines as done*'s, and in `runs` the runs
 --                                     of those lines, a line each, in their order (as
@@ -89,7 +91,8 @@ end
 
 -- The fields after each op's name.
 local ARITY = {done = 2, ['done*'] = 1, next = 4, retry = 5, dead = 4, release = 3, hold = 4,
-               file = 3, spawn = 3, finish = 2, log = 5, ran = 7, ['ran*'] = 2}
+               file = 3, spawn = 3, finish = 2, log = 5, ran = 7, result = 1,
+               ['ran*'] = 2}
 local OUTCOMES = {done = true, failed = true, dead = true, aborted = true}
 -- Per item, in the order given: its table ({op, id, token, ...}), or false for a plain
 -- completion of a done* or ran* line (most of a busy settle), which needs none; and its id
@@ -157,6 +160,12 @@ while i <= #ARGV do
       return {-2, 'bad run at ' .. i}
     end
     last_item().ran = run
+  elseif op == 'result' then
+    local ran = #items > 0 and last_item().ran
+    if not ran or ran[8] then
+      return {-2, 'result must follow a ran'}
+    end
+    ran[8] = ARGV[i + 1]
   elseif op == 'file' or op == 'spawn' then
     if #items == 0 then
       return {-2, op .. ' must follow an outcome'}
