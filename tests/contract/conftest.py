@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 import duetime
+from tests.postgres import fresh_schema
 from tests.servers import RedisCluster, RedisServer, SentinelGroup
 
 STORES = ("redis", "sqlite", "sentinel", "cluster", "postgres")
+
+
+@pytest.fixture(scope="session")
+def shared_postgres_url() -> Iterator[str]:
+    """One schema for the contract tests of a test process, dropped at its end: each test
+    works in a namespace of its own (the ``namespace`` fixture, or the harness's), which
+    keeps its tasks, schedules and counts apart, as it does on the Redis stores' shared
+    servers. A fresh schema per test ran the migrations every time, most of a contract
+    test's time on PostgreSQL."""
+    with fresh_schema() as url:
+        yield url
 
 
 @pytest.fixture(params=STORES)
@@ -25,7 +37,7 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         cluster: RedisCluster = request.getfixturevalue("redis_cluster")
         return cluster.cluster_url
     if request.param == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
+        return str(request.getfixturevalue("shared_postgres_url"))
     return f"sqlite:///{tmp_path / 'duetime.db'}"
 
 

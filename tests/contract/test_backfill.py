@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 import duetime
+from duetime.features.cron import backfill as backfill_module
 from duetime.stores.base import NewTask
 from tests.helpers import eventually, record_text, running
 
@@ -76,11 +77,12 @@ async def test_a_declared_schedule_not_yet_stored_is_backfilled(app: duetime.App
 
 
 async def test_a_bad_backfill_is_refused_naming_the_field_and_writes_nothing(
-    app: duetime.App,
+    app: duetime.App, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     app.declare("build")
     await app.add_cron("minutely", "* * * * *", task="build")
     now = top_of_the_hour()
+    before = await app.counts("build")  # the schedule itself
     cases: list[tuple[object, object, str]] = [
         (now, now - HOUR, "end"),  # reversed
         (now, now, "end"),  # empty
@@ -92,9 +94,14 @@ async def test_a_bad_backfill_is_refused_naming_the_field_and_writes_nothing(
         with pytest.raises(duetime.ValidationError) as caught:
             await app.backfill_cron("minutely", start=start, end=end)  # type: ignore[arg-type]
         assert caught.value.field == field, (start, end)
-    assert await app.backfill_cron("minutely", start=now - timedelta(minutes=10_000), end=now) == (
-        10_000
-    )
+    # The bound itself, at a smaller one: the bound is the feature's, not the store's, and
+    # writing 10,000 tasks took up to a minute a store.
+    monkeypatch.setattr(backfill_module, "MAX_BACKFILL", 50)
+    with pytest.raises(duetime.ValidationError) as caught:
+        await app.backfill_cron("minutely", start=now - timedelta(minutes=51), end=now)
+    assert caught.value.field == "end" and "more than 50 ticks" in str(caught.value)
+    assert await app.counts("build") == before  # nothing written
+    assert await app.backfill_cron("minutely", start=now - timedelta(minutes=50), end=now) == 50
     await app.cancel("build", "minutely")
     with pytest.raises(duetime.ScheduleNotFound):
         await app.backfill_cron("nope", start=now - HOUR, end=now)

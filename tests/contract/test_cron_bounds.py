@@ -13,7 +13,7 @@ import pytest
 import duetime
 from duetime.clock import epoch_ms
 from duetime.testing import harness
-from tests.helpers import eventually, running
+from tests.helpers import ClaimSpy, eventually, running
 
 MADRID = ZoneInfo("Europe/Madrid")
 DAY = timedelta(days=1)
@@ -194,12 +194,19 @@ async def test_immediately_runs_once_across_two_workers_and_a_restart(
         # Two workers starting together both find the schedule missing and write it.
         first, second = apps[0].worker(monitored=False), apps[1].worker(monitored=False)
         await asyncio.gather(first.write_declared(), second.write_declared())
+        # "Nothing more runs" is each worker's next claim after the run or its start
+        # answered: a second immediate run would be due by then, so claimed and run
+        # (a worker stops only once its runs are over).
+        spies = [ClaimSpy(await app.open()) for app in apps]
         async with running(apps[0]), running(apps[1]):
-            await eventually(lambda: len(runs) >= 1, within=5, what="the immediate run")
-            await asyncio.sleep(0.5)
-        for restarted in apps[2:]:  # a restart, then a redeclaration
+            await eventually(lambda: len(runs) >= 1, within=25, what="the immediate run")
+            marks = [spy.mark("kickoff") for spy in spies[:2]]
+            for spy, mark in zip(spies[:2], marks, strict=True):
+                await spy.since(mark)
+        for restarted, spy in zip(apps[2:], spies[2:], strict=True):  # a restart, then a
+            mark = spy.mark("kickoff")  # redeclaration
             async with running(restarted):
-                await asyncio.sleep(0.5)
+                await spy.since(mark)
         (schedule,) = await apps[3].crons()
     finally:
         for app in apps:

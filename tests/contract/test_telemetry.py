@@ -48,7 +48,7 @@ async def test_a_worker_counts_as_seen_for_the_types_it_runs_only(app: duetime.A
     assert not await seen_since(store, since)
     try:
         async with running(worker_app, types=["other"]):
-            await eventually(lambda: seen_since(store, since), within=10, what="the beat")
+            await eventually(lambda: seen_since(store, since), within=25, what="the beat")
             assert await seen_since(store, since, "other")
             assert not await seen_since(store, since, "mail")
         assert await seen_since(store, since, "other")  # stopped: seen a moment ago

@@ -55,7 +55,10 @@ async def test_worker_survives_a_redis_kill_and_restart_without_losing_tasks(
     try:
         # A lease far longer than the outage: no lease may run out because of it, so a
         # task that runs twice means an outcome was lost, not a legitimate redelivery.
-        worker = workers.start(url, namespace, mode="sleep:0.2", lease=LEASE, concurrency=50)
+        # Asleep on an hour between looks (max_idle): a task runs in time only if woken.
+        worker = workers.start(
+            url, namespace, mode="sleep:0.2", lease=LEASE, concurrency=50, max_idle=3600
+        )
         worker.wait_ready()
 
         # A stream of tasks, some due at once and some a little later, so that the crash
@@ -77,19 +80,20 @@ async def test_worker_survives_a_redis_kill_and_restart_without_losing_tasks(
         # The producer's calls ride over a short outage by resending (about 3 s of
         # retries); `unavailable` counts those that gave up, if any.
 
+        def all_ran() -> bool:
+            return set(by_task(workers.ledger(), "effect")) >= set(acked)
+
+        # The worker is back: what was scheduled before and across the outage ran.
+        await eventually(all_ran, 25, "every task scheduled so far ran")
         # Scheduled after the restart: the same worker process must pick these up too.
-        await asyncio.sleep(0.5)
         late_from = wall_ms()
         await produce(300, 320)
-
-        await eventually(
-            lambda: set(by_task(workers.ledger(), "effect")) >= set(acked), 20, "every task ran"
-        )
+        await eventually(all_ran, 25, "every task ran")
 
         async def settled() -> bool:
             return (await app.counts("work")) == {"due": 0, "running": 0, "dead": 0}
 
-        await eventually(settled, 10, "nothing left due, running or dead")
+        await eventually(settled, 25, "nothing left due, running or dead")
         assert worker.alive(), worker.log()
         ledger = workers.ledger()
         assert {e.pid for e in ledger} == {worker.pid}  # no other worker ever ran
@@ -100,12 +104,14 @@ async def test_worker_survives_a_redis_kill_and_restart_without_losing_tasks(
         # resend, which test_connections pins down on its own.)
         dups = {t for t, n in effects.items() if n > 1}
         assert dups <= unknown, dups - unknown
-        # The tasks scheduled after the restart ran promptly: the worker's wake-ups work
-        # again, not only its periodic look-around.
+        # The tasks scheduled after the restart ran, each once, none before its time, on a
+        # worker whose look-around is an hour away: its wake-ups work again (how promptly
+        # is latency, the benchmark's).
         late = [e for e in ledger if e.kind == "start" and int(e.task_id[1:]) >= 300]
         assert len(late) == 20
-        lateness = [e.t_ms - e.due_ms for e in late]
-        assert max(lateness) < 1500, lateness
+        # (t_ms is the wall clock, due_ms the store's, which the processes align to Redis
+        # TIME within a round trip: 50 ms of slack.)
+        assert all(e.t_ms >= e.due_ms - 50 for e in late), [(e.t_ms, e.due_ms) for e in late]
         assert min(e.t_ms for e in late) >= late_from
     finally:
         await app.close()

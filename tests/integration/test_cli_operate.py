@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 import duetime
 from duetime.cli import main
 from tests.faults.harness import Workers
-from tests.helpers import make_dead
+from tests.helpers import eventually, make_dead
 from tests.servers import RedisCluster, RedisServer, SentinelGroup, free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def test_workers_lists_a_running_worker_process(
     workers = Workers(tmp_path)
     try:
         proc = workers.start(redis_server.url, namespace).wait_ready()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 25
         found: object = []
         while time.monotonic() < deadline:
             found = as_json("workers", "--url", redis_server.url, "--namespace", namespace)
@@ -82,10 +82,11 @@ def test_stats_shows_the_last_hour(redis_server: RedisServer, namespace: str) ->
             await app.schedule("mail", f"m{n}", payload={"n": n})
         worker = app.worker()
         running = asyncio.create_task(worker.run())
-        for _ in range(200):
-            if (await app.counts("mail"))["dead"] == 3:
-                break
-            await asyncio.sleep(0.02)
+
+        async def filed() -> bool:
+            return (await app.counts("mail"))["dead"] == 3
+
+        await eventually(filed, within=25, what="three dead letters")
         worker.stop()
         await running
         await app.close()
