@@ -35,6 +35,7 @@ from duetime.errors import (
     ValidationError,
 )
 from duetime.lazy import lazy_names
+from duetime.middleware import Middleware
 from duetime.model import Backoff, History, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.tasktype import TaskType
 from duetime.version import VERSION
@@ -106,6 +107,7 @@ __all__ = [
     "Listener",
     "MinuteCounts",
     "ManualClock",
+    "Middleware",
     "NotFound",
     "Pacing",
     "PayloadError",

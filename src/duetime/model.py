@@ -11,7 +11,10 @@ from duetime.errors import ValidationError
 from duetime.validate import as_timedelta, check_int, duration_ms
 
 if TYPE_CHECKING:  # imported where a rate or a calendar interval is given
+    from collections.abc import Sequence
+
     from duetime.interval import CalendarInterval
+    from duetime.middleware import MiddlewareLike
     from duetime.rate import Rate
 
 Delivery = Literal["at_least_once", "at_most_once"]
@@ -94,13 +97,15 @@ class TaskOptions(PolicyOptions, total=False):
     (``pacing``: :class:`Pacing`), how many partitions its tasks are spread over
     (``partitions``, 1 to 256; every process must give the same number), and how much of
     its run history it keeps (``history``: a :class:`History`, True for the defaults, False
-    for none; by default the app's), and the priority of its tasks scheduled without one
-    (``priority``, -100 to 100, default 0)."""
+    for none; by default the app's), the priority of its tasks scheduled without one
+    (``priority``, -100 to 100, default 0), and its own middleware around its handler
+    (``middleware``: :class:`~duetime.Middleware`, outermost first, inside the App's)."""
 
     pacing: Pacing | None
     partitions: int
     history: History | bool | None
     priority: int
+    middleware: Sequence[MiddlewareLike]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,6 +10,7 @@ from typing import Protocol, TypeVar, Unpack
 from duetime.clock import Clock
 from duetime.events import Listener
 from duetime.features.base import Connection, Feature, WorkerRun
+from duetime.middleware import MiddlewareLike
 from duetime.model import TaskOptions
 from duetime.stores.base import Store
 from duetime.stores.capabilities import require
@@ -40,6 +41,8 @@ class Registry:
         self.types = types
         #: Listeners every worker of the app gets, before its own.
         self.listeners: list[Listener] = []
+        #: The middleware around every handler of the app's workers, outermost first.
+        self.middleware: tuple[MiddlewareLike, ...] = ()
         self._features: dict[type[Feature], Feature] = {}
 
     def add(self, feature: F) -> F:
@@ -71,6 +74,7 @@ class Registry:
         types, listeners and declarations, each feature bound to the copy's store."""
         other = Registry(self.types)
         other.listeners = self.listeners
+        other.middleware = self.middleware
         other._features = {kind: f.bound(connection) for kind, f in self._features.items()}
         return other
 

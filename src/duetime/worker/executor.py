@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from concurrent.futures import Executor as ThreadPool
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -32,6 +32,7 @@ from duetime.worker.handler import call_handler
 from duetime.worker.job import ClaimJob, handler_context
 from duetime.worker.notes import done_run
 from duetime.worker.run import Run, ended
+from duetime.worker.wrapped import Chain
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -60,6 +61,8 @@ class Executor:
         grace: seconds an aborted ``async def`` handler gets to clean up before it is
             cancelled again (the worker's grace).
         noting: the task types whose runs the run history keeps (:mod:`.notes`).
+        chains: the middleware of the task types that have any, by name
+            (:mod:`.wrapped`): their runs never take the hot path.
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class Executor:
         app: Client,
         grace: float = 30.0,
         noting: Collection[str] = (),
+        chains: Mapping[str, Chain] | None = None,
     ) -> None:
         self.clock = clock
         self.grace = grace
@@ -79,6 +83,7 @@ class Executor:
         self.pool = pool
         self.events = events
         self.app = app
+        self.chains: Mapping[str, Chain] = chains or {}
         # Handlers are timed only for a listener that wants it, and their start noted (one
         # clock read, with the occurrence and attempt) only for a listener of finished runs
         # (the minute counter) or a run history (``noting``).
@@ -160,15 +165,18 @@ class Executor:
                 # run_once does with a Job, inline, without a Job unless the handler fails.
                 occurrence = claim.due_ms if record.occurrence_ms is None else record.occurrence_ms
                 attempt = record.failures + claim.stalls + 1
-                # A Context only for a handler that takes one: the worker needs none.
+                # A Context only for a handler or middleware that takes one: the worker
+                # needs none.
+                chain = self.chains.get(task_type.name, ())
                 ctx = None
-                if task_type.takes_ctx:
+                if task_type.takes_ctx or chain:
                     ctx = handler_context(self.app, task_type, claim, attempt, occurrence)
                 if self.marks:
                     run.fired_ms = self.clock.now()
                 error: Exception | None = None
                 try:
-                    await call_handler(task_type, time_limit, record.payload, ctx, self.pool)
+                    payload, pool = record.payload, self.pool
+                    await call_handler(task_type, time_limit, payload, ctx, pool, chain)
                 except Exception as exc:
                     error = exc
                 if error is None and run.aborted is None:

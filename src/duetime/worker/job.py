@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from concurrent.futures import Executor as ThreadPool
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,6 +22,7 @@ from duetime.triggers.base import Follow, Next, Trigger
 from duetime.worker import outcome
 from duetime.worker.handler import call_handler
 from duetime.worker.run import Run, abort_later, aborted_error, ended
+from duetime.worker.wrapped import Chain
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -44,6 +46,8 @@ class JobHost(Protocol):
     timed: bool
     #: whether a run's start is noted (the minute counter or the run history needs it)
     marks: bool
+    #: the middleware of the task types that have any, by name
+    chains: Mapping[str, Chain]
 
 
 def handler_context(
@@ -157,9 +161,10 @@ class ClaimJob:
         timer = abort_later(run, delay, self.task_type.is_async, executor.grace)
         error: Exception | None = None
         try:
-            self.result = await call_handler(
-                self.task_type, self._time_limit, self.record.payload, ctx, executor.pool
-            )
+            task_type = self.task_type
+            chain = executor.chains.get(task_type.name, ())
+            payload, pool = self.record.payload, executor.pool
+            self.result = await call_handler(task_type, self._time_limit, payload, ctx, pool, chain)
         except asyncio.CancelledError:
             if run.aborted is None:
                 raise
