@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -22,6 +24,7 @@ class Context(NamedTuple):
             effects idempotent.
         token: the fencing token of this claim; later claims of the task get larger ones.
         app: the app, for scheduling more tasks from an async handler.
+        meta: the task's metadata (``meta=`` as scheduled), read-only; empty for none.
     """
 
     task_type: str
@@ -31,3 +34,8 @@ class Context(NamedTuple):
     occurrence: str
     token: int
     app: Client
+    meta: Mapping[str, Any] = MappingProxyType({})
+
+
+#: The metadata of a task without any: one shared, read-only, empty mapping.
+NO_META: Mapping[str, Any] = Context._field_defaults["meta"]

@@ -294,6 +294,7 @@ class Task:
     unique_for: timedelta | None = None
     priority: int | None = None
     group: str | None = None
+    meta: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,6 +336,8 @@ class TaskInfo:
         group: its group (None for none): the type's group limits hold each group apart.
         unique_for: the window it was scheduled with (``unique_for``), or None: for that
             long after it finishes, scheduling its id again writes nothing.
+        meta: its metadata (``meta=`` as scheduled; {} for none, or when the record could
+            not be read).
     """
 
     task_type: str
@@ -352,3 +355,4 @@ class TaskInfo:
     priority: int = 0
     group: str | None = None
     unique_for: timedelta | None = None
+    meta: dict[str, Any] = field(default_factory=dict)

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from duetime.calls.newtask import unique_ms
 from duetime.errors import SchemaError, StoreError, ValidationError
+from duetime.meta import encode_meta
 from duetime.model import Task
 from duetime.record import Record
 from duetime.stores.base import NewTask
@@ -47,6 +48,7 @@ class Wanted(NamedTuple):
         mode: ``if_exists``.
         unique_ms: ``unique_for`` in ms (0: none).
         keep_due: a merge keeps the pending task's due time (neither ``at`` nor ``delay``).
+        meta_json: the metadata given (None: none; a merge then keeps the pending task's).
     """
 
     new: NewTask
@@ -54,12 +56,14 @@ class Wanted(NamedTuple):
     mode: Mode
     unique_ms: int
     keep_due: bool
+    meta_json: str | None = None
 
 
 def wanted(task: Task, new: NewTask) -> Wanted:
     """``task``, checked at the door into ``new``, as a task to write on conditions."""
     keep_due = task.at is None and task.delay is None
-    return Wanted(new, task.payload, task.if_exists, unique_ms(task), keep_due)
+    meta = encode_meta(task.meta)  # checked already, in new_task
+    return Wanted(new, task.payload, task.if_exists, unique_ms(task), keep_due, meta)
 
 
 def turns(tasks: Sequence[Wanted]) -> list[list[Wanted]]:
@@ -139,10 +143,12 @@ def merged(w: Wanted, pending: Pending, record: str, max_payload_bytes: int) -> 
     except ValidationError as exc:
         raise type(exc)(exc.field, f"merged into the pending one, {exc.problem}") from None
     unique = w.unique_ms or stored.unique_ms
+    meta = w.meta_json or stored.meta_json
     if pending == "waits":
         failures, trace = stored.failures, stored.traceback
-        into = Record(payload, stored.trigger, stored.occurrence_ms, failures, trace, unique)
+        occurrence = stored.occurrence_ms
     else:
-        into = Record(payload, stored.trigger, None, 0, None, unique)
+        failures, trace, occurrence = 0, None, None
+    into = Record(payload, stored.trigger, occurrence, failures, trace, unique, meta_json=meta)
     new = w.new._replace(record=into.encode())
     return Condition(new, "merge", w.unique_ms, pending, record, w.keep_due)

@@ -46,6 +46,7 @@ class ProducerCalls:
         unique_for: None = ...,
         priority: int | None = ...,
         group: str | None = ...,
+        meta: dict[str, Any] | None = ...,
     ) -> datetime: ...
 
     @overload
@@ -64,6 +65,7 @@ class ProducerCalls:
         unique_for: timedelta | float,
         priority: int | None = ...,
         group: str | None = ...,
+        meta: dict[str, Any] | None = ...,
     ) -> datetime | None: ...
 
     async def schedule(
@@ -81,6 +83,7 @@ class ProducerCalls:
         unique_for: timedelta | float | None = None,
         priority: int | None = None,
         group: str | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> datetime | None:
         """Schedule a task; if ``(task_type, task_id)`` exists, move it and replace its payload
         (unless ``if_exists`` says otherwise).
@@ -113,6 +116,10 @@ class ProducerCalls:
                 ``group_concurrency`` and ``group_rate`` hold each group on its own, so a
                 busy group does not hold back the others (see the flow control guide).
                 A ``"keep"`` or ``"merge"`` into a pending task leaves its group as it is.
+            meta: metadata for the code around the handler (``ctx.meta``, middleware,
+                ``TaskInfo.meta``): a dict of string keys and JSON values, at most 4 KiB
+                as JSON, kept with every retry and occurrence. A ``"merge"`` without it
+                keeps the pending task's.
 
         Returns:
             When the task is due, as an aware UTC datetime (with ``"keep"``, the pending
@@ -138,6 +145,7 @@ class ProducerCalls:
             unique_for,  # type: ignore[arg-type]
             priority,
             group,
+            meta,
         )
         store, new = await _prepare(self, spec)
         if if_exists == "replace" and unique_for is None:
@@ -158,6 +166,7 @@ class ProducerCalls:
         limit: int | None = None,
         priority: int | None = None,
         group: str | None = None,
+        meta: dict[str, Any] | None = None,
     ) -> str:
         """Schedule a new task under an id duetime picks, and return that id.
 
@@ -183,6 +192,7 @@ class ProducerCalls:
             limit,
             priority=priority,
             group=group,
+            meta=meta,
         )
         store, new = await _prepare(self, spec)
         for draw in range(SUBMIT_TRIES):

@@ -170,7 +170,8 @@ class Executor:
                 chain = self.chains.get(task_type.name, ())
                 ctx = None
                 if task_type.takes_ctx or chain:
-                    ctx = handler_context(self.app, task_type, claim, attempt, occurrence)
+                    meta = record.meta_json
+                    ctx = handler_context(self.app, task_type, claim, attempt, occurrence, meta)
                 if self.marks:
                     run.fired_ms = self.clock.now()
                 error: Exception | None = None
