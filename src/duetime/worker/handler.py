@@ -5,6 +5,7 @@ if it has any: :mod:`.wrapped`)."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
 from collections.abc import Awaitable, Callable
@@ -87,7 +88,9 @@ def _call_wrapped(
         return timed_call(through, time_limit, (chain, ctx, innermost))
 
     def in_thread() -> Awaitable[object]:
-        return _call_in_thread(pool, handler, None, args)
+        # In the middleware's context (its contextvars: a span it made current, say).
+        context = contextvars.copy_context()
+        return _call_in_thread(pool, handler, None, args, context)
 
     return timed_call(through, time_limit, (chain, ctx, in_thread), " (its thread runs on)")
 
@@ -97,8 +100,12 @@ async def _call_in_thread(
     handler: Callable[..., Any],
     time_limit: float | None,
     args: tuple[Any, ...],
+    context: contextvars.Context | None = None,
 ) -> object:
-    future = asyncio.get_running_loop().run_in_executor(pool, functools.partial(handler, *args))
+    call = functools.partial(handler, *args)
+    if context is not None:
+        call = functools.partial(context.run, handler, *args)
+    future = asyncio.get_running_loop().run_in_executor(pool, call)
     try:
         result = await asyncio.wait_for(future, time_limit)
     except TimeoutError:
