@@ -91,7 +91,7 @@ class App(
         if check_setting("history", history) is None:
             raise ValidationError("history", "must be a duetime.History, True or False")
         registry = self.registry  # the client's, with its cron schedules
-        registry.middleware = check_middleware(middleware)
+        registry.use_middleware(check_middleware(middleware))
         registry.add(ExpiringFeature())
         registry.add(PollerFeature())
         registry.add(KeyEventFeature())

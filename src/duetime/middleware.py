@@ -44,6 +44,13 @@ class Middleware:
         """
         return await call_next()
 
+    def producing(self, meta: dict[str, Any] | None) -> dict[str, Any] | None:
+        """What an App with this middleware adds to a task's metadata as it is scheduled
+        (``schedule``, ``submit``, ``schedule_many``): ``meta`` as given (None for none),
+        changed or not. The base class adds nothing, and a middleware that does not
+        override it is not asked."""
+        return meta
+
 
 def check_middleware(given: object, option: str = "middleware") -> tuple[MiddlewareLike, ...]:
     """``given`` (a list of middleware, or None) as a chain, outermost first.

@@ -52,7 +52,6 @@ async def test_one_trace_runs_from_a_span_around_schedule_to_the_handlers_own_sp
     traced: Traced,
 ) -> None:
     app, tracer = traced.app, traced.provider.get_tracer("test")
-    tracing = Tracing(tracer_provider=traced.provider)
 
     @app.task("report", retries=1, backoff=FAST)
     async def report(payload: dict[str, Any], ctx: duetime.Context) -> None:
@@ -61,9 +60,11 @@ async def test_one_trace_runs_from_a_span_around_schedule_to_the_handlers_own_sp
                 raise ValueError("first attempt fails")
 
     with tracer.start_as_current_span("request") as request:
-        meta = tracing.stamp({"tenant": "t7"})
-        await app.schedule("report", "r-7", meta=meta)
-    assert meta["tenant"] == "t7" and "traceparent" in meta[META_KEY]
+        # The App's Tracing puts the current trace context into the task's metadata.
+        await app.schedule("report", "r-7", meta={"tenant": "t7"})
+    stored = await app.get("report", "r-7")
+    assert stored is not None and stored.meta["tenant"] == "t7"
+    assert "traceparent" in stored.meta[META_KEY]
     async with running(app):
         await eventually(lambda: is_gone(app, "report", "r-7"))
         await eventually(lambda: len(traced.spans("run report")) == 2)
@@ -103,7 +104,9 @@ async def test_link_only_starts_a_trace_of_its_own_linked_to_the_producers(
     try:
         with tracer.start_as_current_span("request") as request:
             await app.schedule("later", "l1", meta=Tracing().stamp())
-        await app.schedule("later", "plain")  # no trace context: a root span
+        await app.schedule("later", "plain")  # no span current: a root span
+        plain_info = await app.get("later", "plain")
+        assert plain_info is not None and plain_info.meta == {}
         async with running(app):
             await eventually(lambda: len(traced.spans("run later")) == 2)
     finally:

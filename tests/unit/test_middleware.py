@@ -175,3 +175,17 @@ async def test_the_time_limit_cuts_through_a_middleware_that_waits() -> None:
             await call_handler(task_type(blocking), 0.05, {}, context(), None, (plain,))
     finally:
         release.set()
+
+
+def test_only_middleware_that_overrides_producing_adds_to_a_tasks_metadata() -> None:
+    class Stamp(duetime.Middleware):
+        def producing(self, meta: dict[str, Any] | None) -> dict[str, Any] | None:
+            return {**(meta or {}), "stamped": True}
+
+    plain_app = duetime.App("sqlite:///unused.db", middleware=[duetime.Middleware(), plain])
+    assert plain_app.registry.producing == ()
+    task = duetime.Task("t", "i", meta={"k": 1})
+    assert plain_app.registry.stamped(task) is task
+    app = duetime.App("sqlite:///unused.db", middleware=[Stamp(), Stamp()])
+    assert app.registry.stamped(task).meta == {"k": 1, "stamped": True}
+    assert app.registry.stamped(duetime.Task("t", "i")).meta == {"stamped": True}

@@ -147,6 +147,7 @@ class ProducerCalls:
             group,
             meta,
         )
+        spec = self.registry.stamped(spec)
         store, new = await _prepare(self, spec)
         if if_exists == "replace" and unique_for is None:
             await store.schedule(task_type, (new,))
@@ -194,6 +195,7 @@ class ProducerCalls:
             group=group,
             meta=meta,
         )
+        spec = self.registry.stamped(spec)
         store, new = await _prepare(self, spec)
         for draw in range(SUBMIT_TRIES):
             if draw:  # the id is taken: the same task under another
@@ -217,6 +219,7 @@ class ProducerCalls:
             if spec.task_type not in self.types:
                 check_name(f"tasks[{n}].task_type", spec.task_type)
                 raise UnknownTaskType(spec.task_type, tuple(self.types), f"tasks[{n}].task_type")
+        specs = [self.registry.stamped(spec) for spec in specs]
         store = await self.open()
         now = self.clock.now_ms()
         by_type: dict[str, list[tuple[Task, NewTask]]] = {}

@@ -56,6 +56,15 @@ class Tracing(Middleware):
             stamped[META_KEY] = carrier
         return stamped
 
+    def producing(self, meta: dict[str, Any] | None) -> dict[str, Any] | None:
+        """As a task is scheduled by the App with this middleware: :meth:`stamp`, unless
+        the task has a trace context already or none is current."""
+        if meta is not None and (not isinstance(meta, dict) or META_KEY in meta):
+            return meta  # its own trace context, or not metadata (refused as it is written)
+        if not trace.get_current_span().get_span_context().is_valid:
+            return meta
+        return self.stamp(meta)
+
     async def __call__(self, ctx: Context, call_next: CallNext) -> Any:
         parent, links = self._origin(ctx)
         attributes: dict[str, str | int] = {
