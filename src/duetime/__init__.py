@@ -37,6 +37,7 @@ from duetime.errors import (
 )
 from duetime.events import Listener, WorkerEvent
 from duetime.lazy import lazy_names
+from duetime.middleware import Middleware
 from duetime.model import Backoff, History, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.tasktype import TaskType
 from duetime.version import VERSION
@@ -109,6 +110,7 @@ __all__ = [
     "Listener",
     "MinuteCounts",
     "ManualClock",
+    "Middleware",
     "NotFound",
     "Pacing",
     "PayloadError",

@@ -4,7 +4,7 @@ and the workers made from it. Each feature's calls are a part of the App of thei
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Unpack
 
 from duetime.client import Client, ClientSettings
@@ -26,6 +26,7 @@ from duetime.features.results.calls import ResultCalls
 from duetime.features.telemetry.calls import WatchCalls
 from duetime.features.telemetry.feature import TelemetryFeature
 from duetime.health import DEFAULT_HEALTH_HOST, DEFAULT_HEALTH_INTERVAL, WorkerHealth
+from duetime.middleware import MiddlewareLike, check_middleware
 from duetime.model import History, Pacing, TaskOptions, TaskPolicy
 from duetime.tasktype import Handler, TaskType, call_mode, gate_of
 from duetime.validate import check_name, check_partitions, check_priority
@@ -75,6 +76,8 @@ class App(
         history: how much of its run history each task type keeps (:class:`History`;
             the default: the last 1,000 runs, for at most 7 days), unless the type says
             (``@app.task(..., history=...)``); False keeps none.
+        middleware: what wraps every handler's run in the app's workers
+            (:class:`~duetime.Middleware`), the first outermost, around each type's own.
 
     The store is opened on first use, in the running event loop (a call from another loop
     later uses connections of that loop); ``async with app`` or
@@ -91,12 +94,14 @@ class App(
         url: str | None = None,
         *,
         history: History | bool = True,
+        middleware: Iterable[MiddlewareLike] = (),
         **settings: Unpack[ClientSettings],
     ) -> None:
         super().__init__(url, **settings)
         if check_setting("history", history) is None:
             raise ValidationError("history", "must be a duetime.History, True or False")
         registry = self.registry  # the client's, with its cron schedules
+        registry.use_middleware(check_middleware(middleware))
         registry.add(ExpiringFeature())
         registry.add(PollerFeature())
         registry.add(KeyEventFeature())
@@ -121,7 +126,8 @@ class App(
         (``"100/s"``, ``"N/m"``, ``"N/h"`` or a :class:`~duetime.Rate`) and
         ``global_concurrency`` limit the type's starts and runs across every worker (see
         the flow control guide); ``priority`` (-100 to 100) is that of its tasks scheduled
-        without one.
+        without one; ``middleware`` (:class:`~duetime.Middleware`) wraps its handler's
+        runs, inside the App's.
 
         Raises:
             ValidationError: a bad name or option, or a name already registered.
@@ -132,6 +138,7 @@ class App(
         partitions = check_partitions(given.pop("partitions", 1))
         history = check_setting("history", given.pop("history", None))
         priority = check_priority(given.pop("priority", 0))
+        middleware = check_middleware(given.pop("middleware", ()))
         policy = TaskPolicy.from_options(**given)
         gate_of(policy, partitions)  # refused here, at registration, rather than when used
         types = self.types
@@ -141,6 +148,7 @@ class App(
             task_type = TaskType(name, None, policy, pacing, partitions=partitions)
             task_type.history = history
             task_type.priority = priority
+            task_type.middleware = middleware
             task_type.bind(fn, mode)
             task_type.scheduler = types.scheduler
             return types.add(task_type)

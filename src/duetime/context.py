@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -24,6 +26,7 @@ class Context(NamedTuple):
         token: the fencing token of this claim; later claims of the task get larger ones.
         app: the app, for scheduling more tasks from an async handler.
         claim: the claim of this run (None in a Context made outside a worker).
+        meta: the task's metadata (``meta=`` as scheduled), read-only; empty for none.
     """
 
     task_type: str
@@ -34,6 +37,7 @@ class Context(NamedTuple):
     token: int
     app: Client
     claim: Claim | None = None
+    meta: Mapping[str, Any] = MappingProxyType({})
 
     async def complete(self, *, connection: object) -> None:
         """Finish this run in the application's transaction open on ``connection`` (as
@@ -55,3 +59,7 @@ class Context(NamedTuple):
         from duetime.calls.completion import complete
 
         await complete(self, connection)
+
+
+#: The metadata of a task without any: one shared, read-only, empty mapping.
+NO_META: Mapping[str, Any] = Context._field_defaults["meta"]

@@ -11,7 +11,10 @@ from duetime.errors import ValidationError
 from duetime.validate import as_timedelta, check_int, duration_ms
 
 if TYPE_CHECKING:  # imported where a rate or a calendar interval is given
+    from collections.abc import Sequence
+
     from duetime.interval import CalendarInterval
+    from duetime.middleware import MiddlewareLike
     from duetime.rate import Rate
 
 Delivery = Literal["at_least_once", "at_most_once"]
@@ -94,13 +97,15 @@ class TaskOptions(PolicyOptions, total=False):
     (``pacing``: :class:`Pacing`), how many partitions its tasks are spread over
     (``partitions``, 1 to 256; every process must give the same number), and how much of
     its run history it keeps (``history``: a :class:`History`, True for the defaults, False
-    for none; by default the app's), and the priority of its tasks scheduled without one
-    (``priority``, -100 to 100, default 0)."""
+    for none; by default the app's), the priority of its tasks scheduled without one
+    (``priority``, -100 to 100, default 0), and its own middleware around its handler
+    (``middleware``: :class:`~duetime.Middleware`, outermost first, inside the App's)."""
 
     pacing: Pacing | None
     partitions: int
     history: History | bool | None
     priority: int
+    middleware: Sequence[MiddlewareLike]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -289,6 +294,7 @@ class Task:
     unique_for: timedelta | None = None
     priority: int | None = None
     group: str | None = None
+    meta: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +340,8 @@ class TaskInfo:
             handler of its last finished run returned (:meth:`App.result`), when that run
             ended done and its type keeps a history; None otherwise (a one-off task is
             gone once it finished: ask :meth:`App.result`).
+        meta: its metadata (``meta=`` as scheduled; {} for none, or when the record could
+            not be read).
     """
 
     task_type: str
@@ -352,3 +360,4 @@ class TaskInfo:
     group: str | None = None
     unique_for: timedelta | None = None
     result: Any = None
+    meta: dict[str, Any] = field(default_factory=dict)

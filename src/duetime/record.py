@@ -3,7 +3,7 @@
 A record is a compact JSON object, readable in the store::
 
     {"p": <payload>, <the trigger's fields>, "o": <occurrence due ms>, "f": <failures>,
-     "t": <traceback>, "q": <unique window ms>}
+     "t": <traceback>, "q": <unique window ms>, "md": <metadata>}
 
 Only ``p`` is always there. ``o`` is the due time of the occurrence a retry (or a cron
 schedule's next tick) belongs to, so that the occurrence id stays the same however often a
@@ -13,7 +13,9 @@ letter) and bounded (:func:`duetime.worker.outcome.trace`). A trigger
 (:mod:`duetime.triggers.kinds`) writes fields of its own, such as ``"e"`` and ``"u"`` for an
 ``every`` series or ``"c"`` for a cron schedule. ``q`` marks a task scheduled with
 ``unique_for``: the window, in ms, for which its finish (done or dead) is remembered, so that
-the worker's settle knows what to remember without reading anything more.
+the worker's settle knows what to remember without reading anything more. ``md`` is the
+task's metadata (``meta=``, :mod:`duetime.meta`), an object kept with every retry,
+occurrence and dead letter of the task; a record without it (older ones) has none.
 
 A decoded record keeps the payload's JSON text as it was stored, so that what a handler
 does to its own copy of the payload never reaches a retry, a dead letter or the next
@@ -91,6 +93,7 @@ class Record:
         traceback: the traceback of the last failed attempt, if it had one.
         unique_ms: for a task scheduled with ``unique_for``, how long its finish is
             remembered (0: not remembered).
+        meta_json: the metadata's JSON text (None: none).
     """
 
     payload_json: str
@@ -100,6 +103,7 @@ class Record:
     traceback: str | None = None
     unique_ms: int = 0
     _payload: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    meta_json: str | None = None
 
     @property
     def payload(self) -> dict[str, Any]:
@@ -112,7 +116,7 @@ class Record:
     def encode(self) -> str:
         """The record's text, as stored."""
         if self.trigger is None and self.occurrence_ms is None and not self.failures:
-            if self.traceback is None and not self.unique_ms:
+            if self.traceback is None and not self.unique_ms and self.meta_json is None:
                 return one_off(self.payload_json)
         parts = [_HEAD, self.payload_json]
         if self.trigger is not None:
@@ -125,6 +129,8 @@ class Record:
             parts.append(',"t":' + json.dumps(self.traceback, ensure_ascii=False))
         if self.unique_ms:
             parts.append(f',"q":{self.unique_ms}')
+        if self.meta_json is not None:
+            parts.append(',"md":' + self.meta_json)
         parts.append("}")
         return "".join(parts)
 
@@ -191,7 +197,11 @@ class Record:
         unique = doc.get("q", 0)
         if not (type(unique) is int and 0 <= unique <= MAX_MS):
             raise SchemaError("field 'q' of the record is not a window (ms)")
-        return cls(payload_json, trigger, occurrence, failures, trace, unique, payload)
+        meta = doc.get("md")
+        if meta is not None and type(meta) is not dict:
+            raise SchemaError("field 'md' of the record is not an object")
+        meta_json = None if not meta else dump_json(meta)
+        return cls(payload_json, trigger, occurrence, failures, trace, unique, payload, meta_json)
 
 
 def plain_payload(text: str) -> dict[str, Any] | None:

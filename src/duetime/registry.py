@@ -5,12 +5,14 @@ every worker of the app gets."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Protocol, TypeVar, Unpack
+from dataclasses import replace
+from typing import Any, Protocol, TypeVar, Unpack
 
 from duetime.clock import Clock
 from duetime.events import Listener
 from duetime.features.base import Connection, Feature, WorkerRun
-from duetime.model import TaskOptions
+from duetime.middleware import Middleware, MiddlewareLike
+from duetime.model import Task, TaskOptions
 from duetime.stores.base import Store
 from duetime.stores.capabilities import require
 from duetime.stores.runs import RunLog
@@ -40,6 +42,11 @@ class Registry:
         self.types = types
         #: Listeners every worker of the app gets, before its own.
         self.listeners: list[Listener] = []
+        #: The middleware around every handler of the app's workers, outermost first.
+        self.middleware: tuple[MiddlewareLike, ...] = ()
+        #: What the app's middleware adds to each task's metadata as it is scheduled
+        #: (``Middleware.producing``; tracing's context, say), in the middleware's order.
+        self.producing: tuple[Callable[[dict[str, Any] | None], dict[str, Any] | None], ...] = ()
         self._features: dict[type[Feature], Feature] = {}
 
     def add(self, feature: F) -> F:
@@ -71,8 +78,29 @@ class Registry:
         types, listeners and declarations, each feature bound to the copy's store."""
         other = Registry(self.types)
         other.listeners = self.listeners
+        other.middleware = self.middleware
+        other.producing = self.producing
         other._features = {kind: f.bound(connection) for kind, f in self._features.items()}
         return other
+
+    def use_middleware(self, middleware: tuple[MiddlewareLike, ...]) -> None:
+        """Wrap every handler of the app's workers in ``middleware`` (checked), and let
+        those that add to a task's metadata as it is scheduled do so."""
+        self.middleware = middleware
+        self.producing = tuple(
+            m.producing
+            for m in middleware
+            if isinstance(m, Middleware) and type(m).producing is not Middleware.producing
+        )
+
+    def stamped(self, task: Task) -> Task:
+        """``task`` with what the middleware adds to its metadata (itself without any)."""
+        if not self.producing:
+            return task
+        meta = task.meta
+        for hook in self.producing:
+            meta = hook(meta)
+        return replace(task, meta=meta)
 
     def records(self, run: WorkerRun) -> dict[str, RunLog]:
         """The task types of ``run`` whose runs its settles record in the run history, with

@@ -15,6 +15,7 @@ from duetime.stores.gating import Gate
 from duetime.validate import check_name, check_partitions
 
 if TYPE_CHECKING:
+    from duetime.middleware import MiddlewareLike
     from duetime.rate import Rate
 
 Handler = Callable[..., Any]
@@ -137,6 +138,8 @@ class TaskType:
     history: History | bool | None = None
     #: The priority of its tasks scheduled without one (-100 to 100).
     priority: int = 0
+    #: Its own middleware around its handler, outermost first, inside the App's.
+    middleware: tuple[MiddlewareLike, ...] = ()
     #: The app's ``schedule`` call, for :meth:`schedule`.
     scheduler: Callable[..., Awaitable[datetime]] | None = field(default=None, repr=False)
     is_async: bool = field(init=False)

@@ -241,15 +241,16 @@ def _check_containers(
                 _check_containers(item, f"{path}[{n}]", depth + 1)
 
 
-def encode_payload(payload: object, max_bytes: int) -> str:
-    """The JSON text of ``payload`` if it is a JSON object within the size limit."""
+def encode_payload(payload: object, max_bytes: int, path: str = "payload") -> str:
+    """The JSON text of ``payload`` if it is a JSON object within the size limit (``path``
+    names it in the messages about what is inside it)."""
     if payload is None:
         return "{}"
     if not isinstance(payload, dict):
         raise PayloadError(
             "payload", f"must be a dict (a JSON object), not {type(payload).__name__}"
         )
-    _check_containers(payload, "payload", 0)
+    _check_containers(payload, path, 0)
     try:
         text = _fast_encode(payload)
         size = len(text) if text.isascii() else len(text.encode())

@@ -147,3 +147,14 @@ async def _next_two(app: duetime.App) -> list[datetime]:
         return await app.next_occurrences("mail", "weekly-mail", 2)
     finally:
         await app.close()
+
+
+def test_show_prints_the_metadata_scheduled_with_meta(cli_env: str) -> None:
+    run("schedule", "schedapp:app", "mail", "with-meta", "--delay", "1h", "--meta", '{"t": "t7"}')
+    assert json.loads(run("show", "schedapp:app", "mail", "with-meta"))["meta"] == {"t": "t7"}
+    run("schedule", "schedapp:app", "mail", "without", "--delay", "1h")
+    assert json.loads(run("show", "schedapp:app", "mail", "without"))["meta"] == {}
+    refused = invoke(
+        "schedule", "schedapp:app", "mail", "big", "--meta", '{"k": "%s"}' % ("x" * 5000)
+    )
+    assert refused.exit_code != 0 and "meta" in refused.output

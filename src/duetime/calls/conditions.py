@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 
 from duetime.calls.newtask import unique_ms
 from duetime.errors import StoreError
+from duetime.meta import encode_meta
 from duetime.model import Task
 from duetime.stores.base import NewTask
 from duetime.stores.capabilities import ConditionalSchedule
@@ -48,6 +49,7 @@ class Wanted(NamedTuple):
         mode: ``if_exists``.
         unique_ms: ``unique_for`` in ms (0: none).
         keep_due: a merge keeps the pending task's due time (neither ``at`` nor ``delay``).
+        meta_json: the metadata given (None: none; a merge then keeps the pending task's).
     """
 
     new: NewTask
@@ -55,12 +57,14 @@ class Wanted(NamedTuple):
     mode: Mode
     unique_ms: int
     keep_due: bool
+    meta_json: str | None = None
 
 
 def wanted(task: Task, new: NewTask) -> Wanted:
     """``task``, checked at the door into ``new``, as a task to write on conditions."""
     keep_due = task.at is None and task.delay is None
-    return Wanted(new, task.payload, task.if_exists, unique_ms(task), keep_due)
+    meta = encode_meta(task.meta)  # checked already, in new_task
+    return Wanted(new, task.payload, task.if_exists, unique_ms(task), keep_due, meta)
 
 
 def turns(tasks: Sequence[Wanted]) -> list[list[Wanted]]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from duetime.clock import from_ms, in_range
 from duetime.errors import SchemaError
+from duetime.meta import shown_meta
 from duetime.model import TaskInfo
 from duetime.record import Record
 from duetime.stores.base import StoredTask
@@ -15,7 +16,7 @@ from duetime.stores.base import StoredTask
 
 def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
     """A stored task as a listing shows it; what cannot be read shows as None, and why."""
-    payload = trace = None
+    payload = trace = meta_json = None
     failures = unique_ms = 0
     kind, shown = "once", dict[str, Any]()
     problems = [stored.error] if stored.error else []
@@ -29,7 +30,7 @@ def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
                 problems.append(str(exc))
         else:
             payload, failures, trace = record.payload, record.failures, record.traceback
-            unique_ms = record.unique_ms
+            unique_ms, meta_json = record.unique_ms, record.meta_json
             if record.trigger is not None:
                 kind, shown = record.trigger.NAME, record.trigger.shown()
     running = stored.state == "running"
@@ -49,4 +50,5 @@ def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
         stored.priority,
         stored.group or None,
         timedelta(milliseconds=unique_ms) if unique_ms else None,
+        shown_meta(meta_json),
     )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from duetime.clock import MAX_MS, lead_us
 from duetime.errors import ValidationError
+from duetime.meta import encode_meta
 from duetime.model import Task
 from duetime.record import Record, one_off
 from duetime.stores.base import NewTask
@@ -59,11 +60,12 @@ def new_task(
     payload = encode_payload(task.payload, max_payload_bytes)
     trigger = _series(task, due)
     unique = unique_ms(task)
-    if trigger is None and not unique:
+    meta = encode_meta(task.meta)
+    if trigger is None and not unique and meta is None:
         return NewTask(task.task_id, due, one_off(payload), priority, group, lead)
     # A series' record names the occurrence it waits for (see triggers.periodic).
     occurrence = None if trigger is None else due
-    record = Record(payload, trigger, occurrence, unique_ms=unique)
+    record = Record(payload, trigger, occurrence, unique_ms=unique, meta_json=meta)
     return NewTask(task.task_id, due, record.encode(), priority, group, lead)
 
 

@@ -48,6 +48,7 @@ class ProducerCalls:
         priority: int | None = ...,
         group: str | None = ...,
         connection: object = ...,
+        meta: dict[str, Any] | None = ...,
     ) -> datetime: ...
 
     @overload
@@ -67,6 +68,7 @@ class ProducerCalls:
         priority: int | None = ...,
         group: str | None = ...,
         connection: object = ...,
+        meta: dict[str, Any] | None = ...,
     ) -> datetime | None: ...
 
     async def schedule(
@@ -85,6 +87,7 @@ class ProducerCalls:
         priority: int | None = None,
         group: str | None = None,
         connection: object = None,
+        meta: dict[str, Any] | None = None,
     ) -> datetime | None:
         """Schedule a task; if ``(task_type, task_id)`` exists, move it and replace its payload
         (unless ``if_exists`` says otherwise).
@@ -122,6 +125,10 @@ class ProducerCalls:
                 the task is written inside the transaction open on it, and exists only once
                 that commits (workers are woken then); duetime never commits or rolls it
                 back. See docs/transactions.md.
+            meta: metadata for the code around the handler (``ctx.meta``, middleware,
+                ``TaskInfo.meta``): a dict of string keys and JSON values, at most 4 KiB
+                as JSON, kept with every retry and occurrence. A ``"merge"`` without it
+                keeps the pending task's.
 
         Returns:
             When the task is due, as an aware UTC datetime (with ``"keep"``, the pending
@@ -150,7 +157,9 @@ class ProducerCalls:
             unique_for,  # type: ignore[arg-type]
             priority,
             group,
+            meta,
         )
+        spec = self.registry.stamped(spec)
         store, new = await _prepare(self, spec, connection)
         if if_exists == "replace" and unique_for is None:
             await store.schedule(task_type, (new,))
@@ -171,6 +180,7 @@ class ProducerCalls:
         priority: int | None = None,
         group: str | None = None,
         connection: object = None,
+        meta: dict[str, Any] | None = None,
     ) -> str:
         """Schedule a new task under an id duetime picks, and return that id.
 
@@ -196,7 +206,9 @@ class ProducerCalls:
             limit,
             priority=priority,
             group=group,
+            meta=meta,
         )
+        spec = self.registry.stamped(spec)
         store, new = await _prepare(self, spec, connection)
         for draw in range(SUBMIT_TRIES):
             if draw:  # the id is taken: the same task under another
@@ -223,6 +235,7 @@ class ProducerCalls:
             if spec.task_type not in self.types:
                 check_name(f"tasks[{n}].task_type", spec.task_type)
                 raise UnknownTaskType(spec.task_type, tuple(self.types), f"tasks[{n}].task_type")
+        specs = [self.registry.stamped(spec) for spec in specs]
         store = await opened(self, connection)
         now = self.clock.now_ms()
         by_type: dict[str, list[tuple[Task, NewTask]]] = {}

@@ -88,6 +88,7 @@ def task_doc(info: TaskInfo) -> dict[str, Any]:
         **times("until", info.until),
         **times("lease_expires", info.lease_expires),
         "payload": info.payload,
+        "meta": dict(info.meta),
         "traceback": info.traceback,
     }
 

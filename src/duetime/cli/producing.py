@@ -44,6 +44,11 @@ def task_options(command: Callable[..., None]) -> Callable[..., None]:
                 help="A JSON object.",
             ),
             click.option(
+                "--meta",
+                type=JsonObject(),
+                help="Metadata for the code around the handler: a JSON object, at most 4 KiB.",
+            ),
+            click.option(
                 "--every",
                 type=Seconds(),
                 help="Make it periodic: the time between occurrences (a duration, as --delay).",
@@ -75,6 +80,7 @@ def task_fields(
     at: datetime | None,
     delay: float | None,
     payload: dict[str, Any],
+    meta: dict[str, Any] | None,
     every: float | None,
     every_calendar: dict[str, int] | None,
     tz: str,
@@ -98,7 +104,8 @@ def task_fields(
         except ValidationError as exc:
             option = "--tz" if exc.field == "tz" else "--every-calendar"
             raise click.BadParameter(exc.problem, param_hint=option) from None
-    return {"at": at, "delay": delay, "payload": payload, "every": period, "until": until}
+    fields = {"at": at, "delay": delay, "payload": payload, "every": period, "until": until}
+    return {**fields, "meta": meta}
 
 
 async def worker_seen(app: App, task_type: str) -> bool:

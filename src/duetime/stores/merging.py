@@ -23,7 +23,7 @@ def merged_record(
     Into a task that waits, only the payload changes: its trigger, occurrence, attempts and
     traceback stay. A task that only runs gets a new occurrence (the run's outcome will not
     overwrite it) with the merged payload and its trigger. ``unique_ms`` (the call's
-    ``unique_for``), when not 0, replaces the task's own.
+    ``unique_for``), when not 0, replaces the task's own. Its metadata (``meta``) stays.
 
     Raises:
         SchemaError: the pending record cannot be read.
@@ -48,4 +48,5 @@ def merged_record(
         into = Record(payload, stored.trigger, stored.occurrence_ms, failures, trace, unique)
     else:
         into = Record(payload, stored.trigger, None, 0, None, unique)
+    into.meta_json = stored.meta_json  # a merge keeps the pending task's metadata
     return into.encode()

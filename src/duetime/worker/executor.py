@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from concurrent.futures import Executor as ThreadPool
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -33,6 +33,7 @@ from duetime.worker import outcome
 from duetime.worker.job import ClaimJob
 from duetime.worker.notes import done_run
 from duetime.worker.run import Run, ended
+from duetime.worker.wrapped import Chain
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -61,6 +62,8 @@ class Executor:
         grace: seconds an aborted ``async def`` handler gets to clean up before it is
             cancelled again (the worker's grace).
         noting: the task types whose runs the run history keeps (:mod:`.notes`).
+        chains: the middleware of the task types that have any, by name
+            (:mod:`.wrapped`): their runs never take the hot path.
     """
 
     def __init__(
@@ -73,6 +76,7 @@ class Executor:
         app: Client,
         grace: float = 30.0,
         noting: Collection[str] = (),
+        chains: Mapping[str, Chain] | None = None,
     ) -> None:
         self.clock = clock
         self.grace = grace
@@ -80,6 +84,7 @@ class Executor:
         self.pool = pool
         self.events = events
         self.app = app
+        self.chains: Mapping[str, Chain] = chains or {}
         # Handlers are timed only for a listener that wants it, and their start noted (one
         # clock read, with the occurrence and attempt) only for a listener of finished runs
         # (the minute counter) or a run history (``noting``).

@@ -48,6 +48,8 @@ def beginner(executor: Executor, task_type: TaskType, time_limit: float | None) 
 
     if task_type.handler is None or not executor.eager or not task_type.is_async:
         return begin_general
+    if task_type.name in executor.chains:  # its middleware is called the general way
+        return begin_general
     return _hot(executor, task_type, time_limit, _caller(task_type, time_limit))
 
 

@@ -7,13 +7,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from concurrent.futures import Executor as ThreadPool
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from duetime.clock import Clock, from_ms, iso
-from duetime.context import Context
+from duetime.context import NO_META, Context
 from duetime.errors import AbortedRun, RateLimited, Stalled, ValidationError
 from duetime.events import EventKind, Events, WorkerEvent
+from duetime.meta import shown_meta
 from duetime.record import Record
 from duetime.stores.base import Claim, Outcome
 from duetime.tasktype import TaskType
@@ -22,6 +25,7 @@ from duetime.worker import outcome
 from duetime.worker.handler import call_handler
 from duetime.worker.results import kept
 from duetime.worker.run import Run, abort_later, aborted_error, ended
+from duetime.worker.wrapped import Chain
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -47,14 +51,22 @@ class JobHost(Protocol):
     marks: bool
     #: the task types whose runs the run history keeps (and their results)
     noted: frozenset[str]
+    #: the middleware of the task types that have any, by name
+    chains: Mapping[str, Chain]
 
 
 def handler_context(
-    app: Client, task_type: TaskType, claim: Claim, attempt: int, occurrence_ms: int
+    app: Client,
+    task_type: TaskType,
+    claim: Claim,
+    attempt: int,
+    occurrence_ms: int,
+    meta_json: str | None = None,
 ) -> Context:
     """What a handler is told about its run, its ``attempt`` at the occurrence due at
-    ``occurrence_ms`` (made with tuple.__new__: a named tuple's own constructor costs twice
-    as much, on every task's path)."""
+    ``occurrence_ms``, and the task's metadata (its record's ``meta_json``) (made with
+    tuple.__new__: a named tuple's own constructor costs twice as much, on every task's
+    path)."""
     return _new_tuple(
         Context,
         (
@@ -66,6 +78,7 @@ def handler_context(
             claim.token,
             app,
             claim,
+            NO_META if meta_json is None else MappingProxyType(shown_meta(meta_json)),
         ),
     )
 
@@ -148,7 +161,8 @@ class ClaimJob:
         if claim.stalls > self.task_type.policy.max_stalls:  # it killed its workers enough
             return Stalled(claim.stalls)
         attempt = outcome.attempt(claim, self.record)
-        ctx = handler_context(executor.app, self.task_type, claim, attempt, occurrence_ms)
+        meta = self.record.meta_json
+        ctx = handler_context(executor.app, self.task_type, claim, attempt, occurrence_ms, meta)
         self.context = ctx
         if executor.marks:
             run.fired_ms = executor.clock.now()
@@ -161,9 +175,10 @@ class ClaimJob:
         timer = abort_later(run, delay, self.task_type.is_async, executor.grace)
         error: Exception | None = None
         try:
-            self.result = await call_handler(
-                self.task_type, self._time_limit, self.record.payload, ctx, executor.pool
-            )
+            task_type = self.task_type
+            chain = executor.chains.get(task_type.name, ())
+            payload, pool = self.record.payload, executor.pool
+            self.result = await call_handler(task_type, self._time_limit, payload, ctx, pool, chain)
             if self.result is not None and self.task_name in executor.noted:
                 run.result = kept(self.result)  # for the history (Abort: not kept)
         except asyncio.CancelledError:
@@ -191,7 +206,8 @@ class ClaimJob:
         spawn = None
         if hand_off_ms is not None:
             spawn = outcome.hand_off(self.claim, self.record, hand_off_ms, self.now_ms())
-        return outcome.success(self.claim, following, spawn, self.record.unique_ms)
+        record = self.record
+        return outcome.success(self.claim, following, spawn, record.unique_ms, record.meta_json)
 
     async def failed(
         self, error: Exception, occurrence_ms: int, state: Trigger | None, follow: Follow | None
@@ -252,7 +268,8 @@ class ClaimJob:
         log.warning("%s/%s: %s", self.task_name, self.claim.id, why)
         self._event("aborted", error=why)
         following = None if follow is None else await follow()
-        return outcome.aborted(self.claim, following, why, self.record.unique_ms)
+        record = self.record
+        return outcome.aborted(self.claim, following, why, record.unique_ms, record.meta_json)
 
     def tell(self, kind: EventKind, **fields: Any) -> None:
         events = self._executor.events

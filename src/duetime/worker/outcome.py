@@ -110,28 +110,41 @@ def safe_text(text: str) -> str:
 
 def hand_off(claim: Claim, record: Record, occurrence_ms: int, now_ms: int) -> NewTask:
     """The occurrence due at ``occurrence_ms`` as a task of its own, due now."""
-    own = Record(record.payload_json, None, occurrence_ms).encode()
+    own = Record(record.payload_json, None, occurrence_ms, meta_json=record.meta_json).encode()
     return NewTask(occurrence_id(claim.id, occurrence_ms), now_ms, own)
 
 
 def success(
-    claim: Claim, following: Next | None, spawn: NewTask | None = None, unique_ms: int = 0
+    claim: Claim,
+    following: Next | None,
+    spawn: NewTask | None = None,
+    unique_ms: int = 0,
+    meta_json: str | None = None,
 ) -> Outcome:
     """The outcome of an occurrence that is over: the task ends, or waits for ``following``.
     ``unique_ms`` (the record's mark of ``unique_for``) goes with the end, or on to the
-    next occurrence's record."""
+    next occurrence's record, as does the task's metadata (``meta_json``)."""
     if following is None:
         return Outcome("done", claim, spawn=spawn, unique_ms=unique_ms)
     nxt = following
-    record = Record(nxt.payload_json, nxt.trigger, nxt.occurrence_ms, 0, None, unique_ms)
+    record = Record(
+        nxt.payload_json, nxt.trigger, nxt.occurrence_ms, 0, None, unique_ms, meta_json=meta_json
+    )
     return Outcome("next", claim, following.due_ms, record.encode(), spawn=spawn)
 
 
-def aborted(claim: Claim, following: Next | None, why: str, unique_ms: int = 0) -> Outcome:
+def aborted(
+    claim: Claim,
+    following: Next | None,
+    why: str,
+    unique_ms: int = 0,
+    meta_json: str | None = None,
+) -> Outcome:
     """The outcome of an aborted run: not retried, no dead letter; the task ends (with its
-    mark of ``unique_for``: it counts as finished), or a series waits for ``following``;
-    marked ``aborted`` with ``why`` as its error."""
-    return success(claim, following, None, unique_ms)._replace(error=why, aborted=True)
+    mark of ``unique_for``: it counts as finished), or a series waits for ``following``
+    (with its metadata); marked ``aborted`` with ``why`` as its error."""
+    done = success(claim, following, None, unique_ms, meta_json)
+    return done._replace(error=why, aborted=True)
 
 
 def retry_due(exc: Exception, policy: TaskPolicy, failures: int, now_ms: int) -> int:
@@ -194,7 +207,13 @@ def retry(
     (and its mark of ``unique_for``) and the trigger's ``state``, and the failed attempt's
     ``trace``."""
     again = Record(
-        record.payload_json, state, occurrence_ms, failures, trace, record.unique_ms
+        record.payload_json,
+        state,
+        occurrence_ms,
+        failures,
+        trace,
+        record.unique_ms,
+        meta_json=record.meta_json,
     ).encode()
     return Outcome("retry", claim, due_ms, again, error)
 
@@ -214,12 +233,17 @@ def given_up(
     the occurrence there under ``"<id>@<occurrence ms>"`` and goes on with ``following``.
     The dead letter keeps the last attempt's ``trace``, and a one-off task's its mark of
     ``unique_for`` (it counts as finished)."""
+    meta = record.meta_json
     if not series:
         unique = record.unique_ms
-        filed = Record(record.payload_json, None, occurrence_ms, failures, trace, unique).encode()
+        filed = Record(
+            record.payload_json, None, occurrence_ms, failures, trace, unique, meta_json=meta
+        ).encode()
         return Outcome("dead", claim, None, filed, error, unique_ms=unique)
-    filed = Record(record.payload_json, None, occurrence_ms, failures, trace).encode()
+    filed = Record(
+        record.payload_json, None, occurrence_ms, failures, trace, meta_json=meta
+    ).encode()
     dead_id = occurrence_id(claim.id, occurrence_ms)
-    return success(claim, following, None, record.unique_ms)._replace(
+    return success(claim, following, None, record.unique_ms, meta)._replace(
         error=error, dead_id=dead_id, dead_record=filed
     )

@@ -36,6 +36,7 @@ from duetime.worker.upkeep import (
     log_problems,
     upkeep_loop,
 )
+from duetime.worker.wrapped import chain_of
 
 if TYPE_CHECKING:
     from duetime.client import Client
@@ -249,6 +250,8 @@ class Worker:
         events = Events(listeners)
         runners = list(self._runners.values())
         pool = _thread_pool(runners)
+        middleware = app.registry.middleware
+        chains = {r.name: chain_of(middleware, r.task_type.middleware) for r in runners}
         executor = Executor(
             clock=clock,
             max_payload_bytes=app.max_payload_bytes,
@@ -257,6 +260,7 @@ class Worker:
             app=cast("Client", app),  # handed to handlers in their Context, nothing else
             grace=self.grace,
             noting=records,
+            chains={name: chain for name, chain in chains.items() if chain},
         )
         outbox = Outbox(clock, events, records)
         for runner in runners:

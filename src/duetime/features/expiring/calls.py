@@ -8,21 +8,27 @@ from typing import TYPE_CHECKING, Any, Unpack
 from duetime.calls.producing import opened
 from duetime.features.expiring.feature import ExpiringFeature
 from duetime.features.history.settings import check_setting
+from duetime.middleware import check_middleware
 from duetime.model import History, Pacing, PolicyOptions, TaskPolicy
 from duetime.registry import AppSide
 from duetime.tasktype import TaskType
 from duetime.validate import check_name
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from duetime.features.expiring.group import ExpiringGroup
+    from duetime.middleware import MiddlewareLike
 
 
 class ExpiringOptions(PolicyOptions, total=False):
     """What ``app.expiring`` takes beside the TTL: the group's task type's policy, how
-    often workers claim its expiries, and how much of its run history it keeps."""
+    often workers claim its expiries, how much of its run history it keeps, and its own
+    middleware (inside the App's)."""
 
     pacing: Pacing | None
     history: History | bool | None
+    middleware: Sequence[MiddlewareLike]
 
 
 class ExpiringCalls:
@@ -55,6 +61,7 @@ class ExpiringCalls:
         given: dict[str, Any] = dict(options)
         pacing = given.pop("pacing", None)
         history = check_setting("history", given.pop("history", None))
+        middleware = check_middleware(given.pop("middleware", ()))
         policy = TaskPolicy.from_options(**given)
         group_type = TaskType(
             name,
@@ -65,6 +72,7 @@ class ExpiringCalls:
             takes=("key", "value"),
             scheduler=self.types.scheduler,
             history=history,
+            middleware=middleware,
         )
         group = ExpiringGroup(
             group_type,
