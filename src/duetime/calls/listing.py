@@ -50,5 +50,5 @@ def task_info(task_type: str, stored: StoredTask) -> TaskInfo:
         stored.priority,
         stored.group or None,
         timedelta(milliseconds=unique_ms) if unique_ms else None,
-        shown_meta(meta_json),
+        meta=shown_meta(meta_json),
     )
