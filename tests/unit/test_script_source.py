@@ -1,4 +1,4 @@
-"""A Redis script's source (stores/redis/source.py): the shared definitions it uses, in
+"""A Redis script's source (stores/redis/assemble.py): the shared definitions it uses, in
 their order, and none of the others."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+from duetime.stores.redis.assemble import assemble, definitions
 from duetime.stores.redis.scripts import INCLUDES, NAMES, SCRIPTS
-from duetime.stores.redis.source import assemble, definitions
 
 LUA = resources.files("duetime.stores.redis") / "lua"
 SHARED = ("_preamble.lua", "_gate.lua", "_lanes.lua", "_groups.lua")

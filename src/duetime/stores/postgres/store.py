@@ -21,7 +21,7 @@ from duetime.stores.base import (
 from duetime.stores.conditional import Answer, Condition, check_conditions
 from duetime.stores.gating import Gate
 from duetime.stores.history import check_log
-from duetime.stores.postgres import conditional, gates, leases, ops, wake
+from duetime.stores.postgres import claiming, conditional, gates, ops, wake
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
 from duetime.stores.postgres.connection import Conn, Database, read_settings
 from duetime.stores.postgres.queries import Q
@@ -231,7 +231,7 @@ class PostgresStore:
         q = self._queues
         return await self._run(
             "claim",
-            lambda c: leases.claim(
+            lambda c: claiming.claim(
                 c,
                 q,
                 task_type,
@@ -263,7 +263,7 @@ class PostgresStore:
                 raise StoreRefused(f"bad arguments: {o.op} needs a due time")
         q = self._queues
         return await self._run(
-            "settle", lambda c: leases.settle(c, q, task_type, outcomes, int(now_ms), record)
+            "settle", lambda c: claiming.settle(c, q, task_type, outcomes, int(now_ms), record)
         )
 
     async def extend(
@@ -274,7 +274,7 @@ class PostgresStore:
             return []
         q = self._queues
         return await self._run(
-            "extend", lambda c: leases.extend(c, q, task_type, claims, deadline_ms)
+            "extend", lambda c: claiming.extend(c, q, task_type, claims, deadline_ms)
         )
 
     # -- gates ------------------------------------------------------------------------------
@@ -348,7 +348,7 @@ class PostgresStore:
             raise StoreRefused("bad arguments: limit must be over 0")
         q = self._queues
         return await self._run(
-            "runs", lambda c: leases.read_runs(c, q, task_type, task_id, limit, since_ms)
+            "runs", lambda c: claiming.read_runs(c, q, task_type, task_id, limit, since_ms)
         )
 
     async def count(self, task_type: str) -> dict[State, int]:

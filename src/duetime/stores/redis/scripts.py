@@ -20,13 +20,13 @@ from typing import Any, NamedTuple
 from duetime.errors import LeaseLost, StoreError, StoreRefused, StoreUnavailable
 from duetime.stores import wire
 from duetime.stores.packaged import folder as package_folder
+from duetime.stores.redis.assemble import assemble
 from duetime.stores.redis.resp.client import RespClient, pack_args
 from duetime.stores.redis.resp.errors import ReplyError
-from duetime.stores.redis.source import assemble
 
 _PREAMBLE = "_preamble.lua"
 #: Shared functions beyond the preamble, put after it in the scripts that use them (each
-#: script takes only the definitions it uses: :mod:`.source`).
+#: script takes only the definitions it uses: :mod:`.assemble`).
 INCLUDES = {
     "claim_due": ("_gate.lua", "_lanes.lua", "_groups.lua"),
     "schedule": ("_lanes.lua", "_groups.lua"),
