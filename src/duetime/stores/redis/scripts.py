@@ -15,6 +15,7 @@ again; on Redis Cluster, :class:`.cluster.ClusterScriptRunner` sends them.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, NamedTuple
 
 from duetime.errors import LeaseLost, StoreError, StoreRefused, StoreUnavailable
@@ -25,20 +26,13 @@ from duetime.stores.redis.resp.client import RespClient, pack_args
 from duetime.stores.redis.resp.errors import ReplyError
 
 _PREAMBLE = "_preamble.lua"
-#: Shared functions beyond the preamble, put after it in the scripts that use them (each
-#: script takes only the definitions it uses: :mod:`.assemble`).
-INCLUDES = {
-    "claim_due": ("_gate.lua", "_lanes.lua", "_groups.lua"),
-    "schedule": ("_lanes.lua", "_groups.lua"),
-    "schedule_if": ("_lanes.lua", "_groups.lua", "_merge.lua"),
-    "settle": ("_lanes.lua", "_groups.lua"),
-    "revive": ("_lanes.lua", "_groups.lua"),
-    "hasten": ("_lanes.lua", "_groups.lua"),
-    "put_entry": ("_lanes.lua", "_groups.lua"),
-    "schedule_event": ("_lanes.lua", "_groups.lua"),
-    "cancel": ("_groups.lua",),
-    "abort": ("_groups.lua",),
-}
+#: A script's line naming the shared files beyond the preamble that it uses, put after the
+#: preamble in that order (each script takes only the definitions it uses:
+#: :mod:`.assemble`), as the SQL files' ``-- include`` lines.
+_INCLUDE = re.compile(r"^-- include ((?:_\w+\.lua ?)+)$", re.M)
+#: What a script's header says of its arguments: ``KEYS[n]``, ``ARGV[n]``, ``ARGV[n..]``
+#: (from n on, as many as the call has) and ``ARGV[n..m]``.
+_ARGUMENT = re.compile(r"\b(KEYS|ARGV)\[(\d+|i)(\.\.(\d*))?\]")
 NAMES = (
     "schedule",
     "schedule_if",
@@ -78,10 +72,57 @@ class Script(NamedTuple):
     sha: str
 
 
+class Arity(NamedTuple):
+    """The KEYS and ARGV a script's header declares: ``keys`` keys (None: any number, the
+    header's ``KEYS[i]``), and from ``least`` to ``most`` arguments (``most`` None: any
+    number from ``least`` on, the header's ``ARGV[n..]``)."""
+
+    keys: int | None
+    least: int
+    most: int | None
+
+
+def includes(own: str) -> tuple[str, ...]:
+    """The shared files a script's own text names on its ``-- include`` line."""
+    found = _INCLUDE.search(own)
+    return () if found is None else tuple(found.group(1).split())
+
+
+def header(own: str) -> str:
+    """A script's header: the comment lines it opens with."""
+    lines = own.split("\n")
+    end = next((i for i, line in enumerate(lines) if not line.startswith("--")), len(lines))
+    return "\n".join(lines[:end])
+
+
+def arity(own: str) -> Arity:
+    """The KEYS and ARGV the header of a script's own text declares."""
+    keys: int | None = 0
+    least = 0
+    most: int | None = 0
+    for kind, first, dots, last in _ARGUMENT.findall(header(own)):
+        if kind == "KEYS":
+            keys = None if keys is None or first == "i" else max(keys, int(first))
+        elif not dots:
+            least = max(least, int(first))
+            most = None if most is None else max(most, int(first))
+        elif last:
+            most = None if most is None else max(most, int(last))
+        else:
+            least, most = max(least, int(first) - 1), None
+    return Arity(keys, least, most)
+
+
+def own_text(name: str) -> str:
+    """A script's own file, as written."""
+    return (package_folder("duetime.stores.redis", "lua") / f"{name}.lua").read_text()
+
+
 def _load(name: str) -> Script:
     folder = package_folder("duetime.stores.redis", "lua")
-    shared = [(folder / part).read_text() for part in (_PREAMBLE, *INCLUDES.get(name, ()))]
-    source = assemble(shared, (folder / f"{name}.lua").read_text())
+    own = own_text(name)
+    shared = [(folder / part).read_text() for part in (_PREAMBLE, *includes(own))]
+    source = assemble(shared, own)
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
 
 

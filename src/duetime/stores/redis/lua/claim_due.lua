@@ -67,6 +67,7 @@
 --          none: not held, or paused, or at its global concurrency).
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments, or a token counter
 -- that is not a number. Nothing is written.
+-- include _gate.lua _lanes.lua _groups.lua
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 
