@@ -18,11 +18,13 @@ Run = Callable[[Any, str, list[str], list[Any]], Awaitable[Any]]
 def problem(name: str, keys: list[str], args: list[Any]) -> str | None:
     """What is wrong with a call of script ``name`` by its header, or None."""
     declared = scripts.arity(scripts.own_text(name))
-    if declared.keys is not None and len(keys) != declared.keys:
-        return f"{name}: {len(keys)} keys, its header declares {declared.keys}"
-    if len(args) < declared.least or (declared.most is not None and len(args) > declared.most):
-        most = "any" if declared.most is None else declared.most
-        return f"{name}: {len(args)} arguments, its header declares {declared.least} to {most}"
+    for what, given, (least, most) in (
+        ("keys", len(keys), declared.keys),
+        ("arguments", len(args), declared.argv),
+    ):
+        if given < least or (most is not None and given > most):
+            top = "any number" if most is None else most
+            return f"{name}: {given} {what}, its header declares {least} to {top}"
     return None
 
 

@@ -32,7 +32,7 @@ _PREAMBLE = "_preamble.lua"
 _INCLUDE = re.compile(r"^-- include ((?:_\w+\.lua ?)+)$", re.M)
 #: What a script's header says of its arguments: ``KEYS[n]``, ``ARGV[n]``, ``ARGV[n..]``
 #: (from n on, as many as the call has) and ``ARGV[n..m]``.
-_ARGUMENT = re.compile(r"\b(KEYS|ARGV)\[(\d+|i)(\.\.(\d*))?\]")
+_ARGUMENT = re.compile(r"\b(KEYS|ARGV)\[(\d+|i)( \+ i|\.\.(\d*))?\]")
 NAMES = (
     "schedule",
     "schedule_if",
@@ -73,13 +73,14 @@ class Script(NamedTuple):
 
 
 class Arity(NamedTuple):
-    """The KEYS and ARGV a script's header declares: ``keys`` keys (None: any number, the
-    header's ``KEYS[i]``), and from ``least`` to ``most`` arguments (``most`` None: any
-    number from ``least`` on, the header's ``ARGV[n..]``)."""
+    """The KEYS and ARGV a script's header declares: from ``keys[0]`` to ``keys[1]`` keys
+    and from ``argv[0]`` to ``argv[1]`` arguments (None: any number from the first on, the
+    header's ``KEYS[i]``, ``KEYS[n..]``, ``KEYS[n + i]``, ``ARGV[n..]``; a ``KEYS[n]`` or ``ARGV[n]`` on a
+    line that says "optional" may be left out, and ``ARGV[n..m]`` is n to m; the first
+    mention of each declares it, later ones refer to it)."""
 
-    keys: int | None
-    least: int
-    most: int | None
+    keys: tuple[int, int | None]
+    argv: tuple[int, int | None]
 
 
 def includes(own: str) -> tuple[str, ...]:
@@ -97,20 +98,29 @@ def header(own: str) -> str:
 
 def arity(own: str) -> Arity:
     """The KEYS and ARGV the header of a script's own text declares."""
-    keys: int | None = 0
-    least = 0
-    most: int | None = 0
-    for kind, first, dots, last in _ARGUMENT.findall(header(own)):
-        if kind == "KEYS":
-            keys = None if keys is None or first == "i" else max(keys, int(first))
-        elif not dots:
-            least = max(least, int(first))
-            most = None if most is None else max(most, int(first))
-        elif last:
-            most = None if most is None else max(most, int(last))
-        else:
-            least, most = max(least, int(first) - 1), None
-    return Arity(keys, least, most)
+    bounds: dict[str, list[int | None]] = {"KEYS": [0, 0], "ARGV": [0, 0]}
+    declared: set[tuple[str, str, str]] = set()
+    for line in header(own).split("\n"):
+        optional = "optional" in line
+        for kind, first, dots, last in _ARGUMENT.findall(line):
+            if (kind, first, dots) in declared:  # named again further on: a reference
+                continue
+            declared.add((kind, first, dots))
+            low, high = bounds[kind]
+            if first == "i":  # any number of them
+                bounds[kind] = [low, None]
+                continue
+            n = int(first)
+            if dots.startswith(" +"):  # n + i: n, then one for each of the call's items
+                bounds[kind] = [max(low or 0, n), None]
+            elif dots and not last:  # from n on: n - 1 at least
+                bounds[kind] = [max(low or 0, n - 1), None]
+            else:
+                top = int(last) if last else n
+                least = low if optional or dots else max(low or 0, n)
+                bounds[kind] = [least, None if high is None else max(high, top)]
+    keys, argv = bounds["KEYS"], bounds["ARGV"]
+    return Arity((keys[0] or 0, keys[1]), (argv[0] or 0, argv[1]))
 
 
 def own_text(name: str) -> str:
