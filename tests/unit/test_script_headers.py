@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from duetime.stores.packaged import folder
 from duetime.stores.redis import scripts
 from tests.scripts_arity import problem
 
@@ -29,7 +30,7 @@ def test_a_script_reads_no_key_or_argument_its_header_does_not_declare(name: str
 def test_a_script_names_the_shared_files_it_includes_on_its_include_line(name: str) -> None:
     own = scripts.own_text(name)
     for part in scripts.includes(own):
-        assert (scripts.package_folder("duetime.stores.redis", "lua") / part).is_file(), part
+        assert (folder("duetime.stores.redis", "lua") / part).is_file(), part
     assert own.count("-- include") <= 1
 
 

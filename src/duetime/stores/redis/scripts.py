@@ -75,9 +75,9 @@ class Script(NamedTuple):
 class Arity(NamedTuple):
     """The KEYS and ARGV a script's header declares: from ``keys[0]`` to ``keys[1]`` keys
     and from ``argv[0]`` to ``argv[1]`` arguments (None: any number from the first on, the
-    header's ``KEYS[i]``, ``KEYS[n..]``, ``KEYS[n + i]``, ``ARGV[n..]``; a ``KEYS[n]`` or ``ARGV[n]`` on a
-    line that says "optional" may be left out, and ``ARGV[n..m]`` is n to m; the first
-    mention of each declares it, later ones refer to it)."""
+    header's ``KEYS[i]``, ``KEYS[n..]``, ``KEYS[n + i]``, ``ARGV[n..]``; a ``KEYS[n]`` or
+    ``ARGV[n]`` on a line that says "optional" may be left out, and ``ARGV[n..m]`` is n to
+    m; the first mention of each declares it, later ones refer to it)."""
 
     keys: tuple[int, int | None]
     argv: tuple[int, int | None]
