@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from duetime._lazy import lazy_names
 from duetime.app import App
 from duetime.calls.aborts import AbortStatus
 from duetime.client import Client
@@ -36,7 +37,6 @@ from duetime.errors import (
     ValidationError,
 )
 from duetime.events import Listener, WorkerEvent
-from duetime.lazy import lazy_names
 from duetime.middleware import Middleware
 from duetime.model import Backoff, History, Pacing, Reschedule, Task, TaskInfo, TaskPolicy
 from duetime.tasktype import TaskType

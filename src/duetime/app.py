@@ -25,9 +25,9 @@ from duetime.features.pollers.feature import PollerFeature
 from duetime.features.results.calls import ResultCalls
 from duetime.features.telemetry.calls import WatchCalls
 from duetime.features.telemetry.feature import TelemetryFeature
-from duetime.health import DEFAULT_HEALTH_HOST, DEFAULT_HEALTH_INTERVAL, WorkerHealth
 from duetime.middleware import MiddlewareLike, check_middleware
 from duetime.model import History, Pacing, TaskOptions, TaskPolicy
+from duetime.probes.health import DEFAULT_HEALTH_HOST, DEFAULT_HEALTH_INTERVAL, WorkerHealth
 from duetime.tasktype import Handler, TaskType, call_mode, gate_of
 from duetime.validate import check_name, check_partitions, check_priority
 
@@ -181,7 +181,7 @@ class App(
 
         With ``metrics_port`` (0: a free one) it serves Prometheus metrics while it runs, on
         ``metrics_host``: needs ``duetime[metrics]``. With ``health_port`` it answers
-        ``/healthz`` and ``/readyz`` (:class:`~duetime.health.WorkerHealth`; the store may
+        ``/healthz`` and ``/readyz`` (:class:`~duetime.probes.health.WorkerHealth`; the store may
         go ``health_interval`` seconds without answering) on ``health_host`` (default
         127.0.0.1); the same port as ``metrics_port`` means one server answering all three
         paths, on ``metrics_host``. ``worker.find_listener(WorkerHealth).port`` is the port
@@ -243,7 +243,7 @@ def _health(
                 f"both on port {port}",
             )
         return WorkerHealth(worker, metrics.endpoint, owns_endpoint=False, interval=interval)
-    from duetime.endpoint import Endpoint  # only for a worker that serves the checks
+    from duetime.probes.endpoint import Endpoint  # only for a worker that serves the checks
 
     endpoint = Endpoint(DEFAULT_HEALTH_HOST if host is None else host, port, {}, what="health")
     return WorkerHealth(worker, endpoint, interval=interval)

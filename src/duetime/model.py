@@ -6,7 +6,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
-from duetime.backoff import backoff_delay
+from duetime._backoff import backoff_delay
 from duetime.errors import ValidationError
 from duetime.validate import as_timedelta, check_int, duration_ms
 

@@ -9,6 +9,7 @@ import pytest
 
 import duetime
 from tests.postgres import fresh_schema
+from tests.scripts_arity import check_calls
 from tests.servers import RedisCluster, RedisServer, SentinelGroup
 
 STORES = ("redis", "sqlite", "sentinel", "cluster", "postgres")
@@ -26,7 +27,11 @@ def shared_postgres_url() -> Iterator[str]:
 
 
 @pytest.fixture(params=STORES)
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def store_url(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> str:
+    if request.param in ("redis", "sentinel", "cluster"):
+        check_calls(monkeypatch)  # every script call against its header's KEYS and ARGV
     if request.param == "redis":
         server: RedisServer = request.getfixturevalue("redis_server")
         return server.url

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import duetime
-from duetime.outage import REPORT_SECONDS
+from duetime._outage import REPORT_SECONDS
 from tests.helpers import eventually, is_gone, running
 from tests.servers import RedisServer
 

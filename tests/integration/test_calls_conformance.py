@@ -12,7 +12,7 @@ import pytest
 from duetime.errors import StoreError
 from duetime.stores.redis.calls import RedisCalls
 from duetime.stores.redis.clustercalls import ClusterCalls
-from duetime.stores.redis.connection import RedisConfig, errors
+from duetime.stores.redis.config import RedisConfig, errors
 from duetime.stores.redis.store import RedisStore
 from tests.servers import RedisCluster, RedisServer
 

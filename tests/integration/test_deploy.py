@@ -17,7 +17,7 @@ import click
 import yaml
 
 from duetime.cli.group import main
-from duetime.health import HEALTH_PATH, READY_PATH
+from duetime.probes.health import HEALTH_PATH, READY_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

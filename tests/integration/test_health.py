@@ -22,7 +22,7 @@ import pytest
 
 import duetime
 from duetime.clock import Clock
-from duetime.health import WorkerHealth
+from duetime.probes.health import WorkerHealth
 from duetime.stores.base import Store
 from tests.helpers import eventually, running
 from tests.servers import RedisServer

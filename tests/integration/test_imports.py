@@ -13,7 +13,7 @@ from pathlib import Path
 
 #: Modules a worker of one-off tasks never needs: each loads when its feature is first used.
 NOT_LOADED = (
-    "duetime.endpoint",  # served only with metrics_port or health_port
+    "duetime.probes.endpoint",  # served only with metrics_port or health_port
     "duetime.features.telemetry.history",  # reading the per-minute counts back
     "duetime.features.history.runs",  # reading the run history back
     "duetime.features.cron.manage",

@@ -13,8 +13,8 @@ import redis
 
 import duetime
 from duetime.stores.redis.cluster import connect_cluster
+from duetime.stores.redis.resp.address import parse_url
 from duetime.stores.redis.resp.client import Fixed, RespClient
-from duetime.stores.redis.resp.endpoint import parse_url
 from tests.servers import RedisCluster, RedisServer
 
 NAME = f"redis-py(duetime_v{duetime.__version__})"

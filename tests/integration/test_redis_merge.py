@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from duetime import deep_merge
 from duetime.stores.packaged import folder as package_folder
-from duetime.stores.redis.source import assemble
+from duetime.stores.redis.assemble import assemble
 from duetime.validate import dump_json
 from tests.servers import RedisServer
 from tests.unit.test_merge import objects

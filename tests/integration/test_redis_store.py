@@ -12,7 +12,7 @@ import redis.asyncio as aredis
 import duetime
 from duetime.partitions.store import PartitionedStore
 from duetime.stores.base import NewTask, Outcome
-from duetime.stores.redis.connection import RedisConfig
+from duetime.stores.redis.config import RedisConfig
 from duetime.stores.redis.keys import TypeKeys, type_keys, wake_channel
 from duetime.stores.redis.server import check_server
 from duetime.stores.redis.store import MARKER_HORIZON_MS, RedisStore

@@ -20,8 +20,8 @@ import duetime
 from duetime.stores.redis import wake
 from duetime.stores.redis.keys import type_keys
 from duetime.stores.redis.resp import subscription
+from duetime.stores.redis.resp.address import parse_url
 from duetime.stores.redis.resp.client import Fixed, RespClient
-from duetime.stores.redis.resp.endpoint import parse_url
 from duetime.stores.redis.resp.errors import ConnectionLost, ReplyError
 from tests.helpers import eventually
 from tests.servers import RedisServer, free_port

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 import duetime
+from duetime.stores.redis.resp.address import parse_url
 from duetime.stores.redis.resp.client import MAX_CONNECTIONS, Fixed, RespClient
-from duetime.stores.redis.resp.endpoint import parse_url
 from tests.helpers import eventually
 from tests.servers import RedisServer
 

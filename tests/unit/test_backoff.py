@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import duetime
-from duetime.backoff import backoff_delay
+from duetime._backoff import backoff_delay
 
 retries = st.one_of(
     st.integers(min_value=1, max_value=10**6),

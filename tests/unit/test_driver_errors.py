@@ -8,7 +8,7 @@ import pytest
 from redis._parsers.helpers import parse_info
 
 import duetime
-from duetime.stores.redis.connection import errors
+from duetime.stores.redis.config import errors
 
 
 async def test_an_attribute_error_inside_redis_py_is_store_unavailable() -> None:

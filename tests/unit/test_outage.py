@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
+from duetime._outage import OutageLog
 from duetime.errors import StoreUnavailable
-from duetime.outage import OutageLog
 
 log = logging.getLogger("duetime.test_outage")
 

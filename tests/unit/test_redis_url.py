@@ -1,4 +1,4 @@
-"""The URLs of one Redis server (stores/redis/resp/endpoint.py): what each form names, and
+"""The URLs of one Redis server (stores/redis/resp/address.py): what each form names, and
 a clear refusal, by name, of what cannot be used (the password never shown)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import duetime
-from duetime.stores.redis.resp.endpoint import TLS, Endpoint, parse_url
+from duetime.stores.redis.resp.address import TLS, Endpoint, parse_url
 
 
 @pytest.mark.parametrize(

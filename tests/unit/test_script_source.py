@@ -1,4 +1,4 @@
-"""A Redis script's source (stores/redis/source.py): the shared definitions it uses, in
+"""A Redis script's source (stores/redis/assemble.py): the shared definitions it uses, in
 their order, and none of the others."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-from duetime.stores.redis.scripts import INCLUDES, NAMES, SCRIPTS
-from duetime.stores.redis.source import assemble, definitions
+from duetime.stores.redis.assemble import assemble, definitions
+from duetime.stores.redis.scripts import NAMES, SCRIPTS, includes, own_text
 
 LUA = resources.files("duetime.stores.redis") / "lua"
 SHARED = ("_preamble.lua", "_gate.lua", "_lanes.lua", "_groups.lua")
@@ -33,7 +33,7 @@ def test_a_script_takes_what_it_names_and_what_that_names() -> None:
 
 def test_every_script_defines_each_shared_name_it_uses_before_its_own_code() -> None:
     for name in NAMES:
-        parts = ("_preamble.lua", *INCLUDES.get(name, ()))
+        parts = ("_preamble.lua", *includes(own_text(name)))
         shared = {d for part in parts for d, _, _ in definitions((LUA / part).read_text())}
         source = SCRIPTS[name].source
         own = (LUA / f"{name}.lua").read_text()

@@ -6,7 +6,7 @@ import pytest
 
 import duetime
 from duetime.stores import open_store, redact
-from duetime.stores.redis.resp.endpoint import TLS
+from duetime.stores.redis.resp.address import TLS
 from duetime.stores.redis.sentinel import SentinelURL, parse_sentinel_url
 from duetime.stores.redis.topology import parse_cluster_url
 

@@ -7,7 +7,7 @@ import click
 from duetime.cli.target import load_app
 from duetime.cli.values import Seconds
 from duetime.errors import DuetimeError
-from duetime.health import DEFAULT_HEALTH_INTERVAL
+from duetime.probes.health import DEFAULT_HEALTH_INTERVAL
 
 
 @click.command()

@@ -5,7 +5,7 @@ It runs in the event loop rather than in a thread (as prometheus-client's
 refreshes the store gauges by awaiting them, with no hand-over between threads that could
 block a scrape, or deadlock one while the loop stops. Rendering the metrics takes the loop
 about 4 ms for ten task types (bench/metrics_listener.py), once per scrape. The server is
-:class:`~duetime.endpoint.Endpoint`, which the worker's health routes may share.
+:class:`~duetime.probes.endpoint.Endpoint`, which the worker's health routes may share.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
-from duetime.endpoint import Endpoint, Reply, Request
 from duetime.events import Listener
 from duetime.metrics.listener import MetricsListener
 from duetime.metrics.store import StoreGauges, exposition
+from duetime.probes.endpoint import Endpoint, Reply, Request
 
 if TYPE_CHECKING:
     from duetime.client import Client

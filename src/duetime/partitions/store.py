@@ -9,7 +9,7 @@ So the ids a worker derives from a task's (a hand-off or a dead occurrence,
 ``get`` and ``cancel`` find it. A claim asks every partition at once, the batch spread over
 them from a partition that turns with each claim, so none is starved; the fencing tokens
 it hands out carry their partition (``token * MAX_PARTITIONS + partition``), and the
-settles and renewals that carry them go back to it (:mod:`.leases`). A fence
+settles and renewals that carry them go back to it (:mod:`duetime.worker.renewal`). A fence
 (``raise_fence``) is raised in every partition, and a write under a token is checked in
 each partition it writes to.
 Types of one partition are passed through unchanged: today's layout.

@@ -56,7 +56,7 @@ def open_store(
     """
     scheme = urlsplit(url).scheme.lower()
     if scheme in REDIS_SCHEMES:
-        from duetime.stores.redis.connection import RedisConfig
+        from duetime.stores.redis.config import RedisConfig
         from duetime.stores.redis.store import RedisStore
 
         config = RedisConfig(

@@ -13,9 +13,9 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from duetime.outage import OutageLog
+from duetime._outage import OutageLog
 from duetime.stores.base import ABORT_WAKE_MS, Store, WakeCallback
-from duetime.worker.leases import renew_interval
+from duetime.worker.renewal import renew_interval
 from duetime.worker.run import ABORTED_BY_CALL, Run, abort_run
 from duetime.worker.runner import TypeRunner
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from duetime.backoff import backoff_delay
+from duetime._backoff import backoff_delay
 from duetime.errors import StoreError
 
 log = logging.getLogger(__name__)

@@ -11,9 +11,9 @@ import logging
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, cast
 
+from duetime._outage import OutageLog
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
-from duetime.outage import OutageLog
 from duetime.stores.base import Outcome, Store
 from duetime.stores.capabilities import RUN_HISTORY, use
 from duetime.stores.runs import RunLog

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from duetime._outage import OutageLog
 from duetime.clock import Clock
 from duetime.events import Events, WorkerEvent
-from duetime.outage import OutageLog
 from duetime.stores.base import NOTE, Claim, ClaimBatch, Outcome, Store
 from duetime.stores.capabilities import RUN_HISTORY, use
 from duetime.stores.runs import RunLog

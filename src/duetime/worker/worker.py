@@ -1,7 +1,7 @@
 """The worker: claims due tasks in batches, runs their handlers, settles outcomes in batches.
 
 One claim loop per task type (:mod:`.runner`), one flusher settling outcomes
-(:mod:`.outbox`), one renewer of leases (:mod:`.leases`), one listener for wake-ups, and
+(:mod:`.outbox`), one renewer of leases (:mod:`.renewal`), one listener for wake-ups, and
 one upkeep loop, all in one task group.
 """
 
@@ -26,8 +26,8 @@ from duetime.validate import duration_ms
 from duetime.worker.abort import AbortWatch
 from duetime.worker.burst import Burst, run_burst
 from duetime.worker.executor import Executor
-from duetime.worker.leases import renew_loop
 from duetime.worker.outbox import Outbox
+from duetime.worker.renewal import renew_loop
 from duetime.worker.runner import TypeRunner
 from duetime.worker.upkeep import (
     cancel_until_done,
@@ -162,7 +162,7 @@ class Worker:
 
     def find_listener(self, kind: type[L]) -> L | None:
         """The first of this worker's own listeners that is a ``kind`` (a
-        :class:`~duetime.health.WorkerHealth`, say), or None."""
+        :class:`~duetime.probes.health.WorkerHealth`, say), or None."""
         return next((x for x in self._listeners if isinstance(x, kind)), None)
 
     # -- control ------------------------------------------------------------------------

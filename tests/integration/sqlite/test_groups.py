@@ -9,7 +9,7 @@ from typing import Any
 
 from duetime.stores.base import ClaimBatch, NewTask, Outcome
 from duetime.stores.gating import Gate
-from duetime.stores.sqlite import leases, ops, schema
+from duetime.stores.sqlite import claiming, ops, schema
 from duetime.stores.sqlite.config import parse_sqlite_url
 from duetime.stores.sqlite.connection import Database
 from duetime.stores.sqlite.ops import Queues
@@ -194,7 +194,7 @@ def claim_steps(path: Path, backlog: int, most: int) -> tuple[int, int]:
         db.write(ops.schedule, queues, "mail", big, False)
         gate = Gate(group_running=most)
         if most == 10:
-            db.write(leases.claim, queues, "mail", T0, 10, LEASE, 2, False, 0, gate)
+            db.write(claiming.claim, queues, "mail", T0, 10, LEASE, 2, False, 0, gate)
         small = [
             NewTask(f"s{g}-{k}", T0 - 1, REC, 0, f"g{g}") for g in range(10) for k in range(10)
         ]
@@ -207,7 +207,7 @@ def claim_steps(path: Path, backlog: int, most: int) -> tuple[int, int]:
             return 0
 
         db.conn.set_progress_handler(count, 100)
-        batch = db.write(leases.claim, queues, "mail", T0 + 1, 100, LEASE, 2, False, 0, gate)
+        batch = db.write(claiming.claim, queues, "mail", T0 + 1, 100, LEASE, 2, False, 0, gate)
         db.conn.set_progress_handler(None, 0)
         assert len(batch.claims) == 100
         return steps, sum(1 for c in batch.claims if c.id.startswith("big"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from duetime.lazy import lazy_names
+from duetime._lazy import lazy_names
 
 if TYPE_CHECKING:
     from duetime.features.telemetry.history import MinuteCounts, TypeHistory, read_history

@@ -11,10 +11,10 @@ from bisect import bisect_left
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
+from duetime._outage import OutageLog
 from duetime.clock import Clock
 from duetime.events import Finished, Listener, WorkerEvent
 from duetime.features.telemetry.columns import BUCKETS, KINDS, LATENESS_BUCKETS_MS, Key
-from duetime.outage import OutageLog
 from duetime.stores.base import Store
 from duetime.stores.capabilities import TELEMETRY, use
 from duetime.stores.telemetry import KEEP_MINUTES, MINUTE_MS, minute_of

@@ -11,11 +11,11 @@ import socket
 from collections.abc import Coroutine
 from typing import Any
 
+from duetime._outage import OutageLog
 from duetime.clock import Clock
 from duetime.events import Listener
 from duetime.features.base import WorkerRun
 from duetime.features.telemetry.presence import BEAT_SECONDS, LAPSE_SECONDS
-from duetime.outage import OutageLog
 from duetime.stores.base import Store
 from duetime.stores.capabilities import TELEMETRY, use
 

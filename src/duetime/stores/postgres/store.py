@@ -21,7 +21,7 @@ from duetime.stores.base import (
 from duetime.stores.conditional import Answer, Condition, check_conditions
 from duetime.stores.gating import Gate
 from duetime.stores.history import check_log
-from duetime.stores.postgres import caller, conditional, gates, leases, ops, wake
+from duetime.stores.postgres import caller, claiming, conditional, gates, ops, wake
 from duetime.stores.postgres.caller import Identity
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
 from duetime.stores.postgres.connection import Conn, Database, Runs, read_settings
@@ -248,7 +248,7 @@ class PostgresStore:
         q = self._queues
         return await self._run(
             "claim",
-            lambda c: leases.claim(
+            lambda c: claiming.claim(
                 c,
                 q,
                 task_type,
@@ -280,7 +280,7 @@ class PostgresStore:
                 raise StoreRefused(f"bad arguments: {o.op} needs a due time")
         q = self._queues
         return await self._run(
-            "settle", lambda c: leases.settle(c, q, task_type, outcomes, int(now_ms), record)
+            "settle", lambda c: claiming.settle(c, q, task_type, outcomes, int(now_ms), record)
         )
 
     async def extend(
@@ -291,7 +291,7 @@ class PostgresStore:
             return []
         q = self._queues
         return await self._run(
-            "extend", lambda c: leases.extend(c, q, task_type, claims, deadline_ms)
+            "extend", lambda c: claiming.extend(c, q, task_type, claims, deadline_ms)
         )
 
     # -- gates ------------------------------------------------------------------------------
@@ -365,7 +365,7 @@ class PostgresStore:
             raise StoreRefused("bad arguments: limit must be over 0")
         q = self._queues
         return await self._run(
-            "runs", lambda c: leases.read_runs(c, q, task_type, task_id, limit, since_ms)
+            "runs", lambda c: claiming.read_runs(c, q, task_type, task_id, limit, since_ms)
         )
 
     async def count(self, task_type: str) -> dict[State, int]:

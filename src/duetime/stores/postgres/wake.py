@@ -8,9 +8,9 @@ import logging
 import psycopg
 from psycopg import sql
 
-from duetime.backoff import backoff_delay
+from duetime._backoff import backoff_delay
+from duetime._outage import OutageLog
 from duetime.clock import iso
-from duetime.outage import OutageLog
 from duetime.stores.base import ABORT_WAKE_MS, WakeCallback
 from duetime.stores.postgres.config import PostgresConfig
 from duetime.stores.postgres.connection import connect_kwargs

@@ -13,7 +13,7 @@ from duetime.stores.base import NewTask
 from duetime.stores.conditional import Answer, Condition, Pending, Verdict, check_conditions
 from duetime.stores.redis import keyevents, names, wake
 from duetime.stores.redis.codec import SCHEDULE_CHUNK
-from duetime.stores.redis.connection import RedisConfig, errors
+from duetime.stores.redis.config import RedisConfig, errors
 from duetime.stores.redis.keys import (
     TypeKeys,
     call_id,

@@ -22,15 +22,16 @@ from redis.asyncio.cluster import ClusterNode, PipelineCommand, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
-from duetime.backoff import backoff_delay
+from duetime._backoff import backoff_delay
+from duetime._outage import OutageLog
 from duetime.errors import StoreUnavailable
-from duetime.outage import OutageLog
 from duetime.stores import wire
 from duetime.stores.base import WakeCallback
 from duetime.stores.redis import keyevents, wake
-from duetime.stores.redis.connection import errors, raised_in_driver
+from duetime.stores.redis.config import errors, raised_in_driver
 from duetime.stores.redis.keys import shard_wake_channel
 from duetime.stores.redis.redispy import driver_info
+from duetime.stores.redis.resp.address import Endpoint
 from duetime.stores.redis.resp.client import (
     RETRY_CAP_SECONDS,
     RETRY_FIRST_SECONDS,
@@ -38,7 +39,6 @@ from duetime.stores.redis.resp.client import (
     Fixed,
     RespClient,
 )
-from duetime.stores.redis.resp.endpoint import Endpoint
 from duetime.stores.redis.scripts import (
     READ_ONLY,
     SCRIPTS,

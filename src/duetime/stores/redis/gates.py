@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from duetime.stores import wire
 from duetime.stores.redis import names
-from duetime.stores.redis.connection import RedisConfig, errors
+from duetime.stores.redis.config import RedisConfig, errors
 from duetime.stores.redis.keys import TypeKeys, paused_index
 
 if TYPE_CHECKING:

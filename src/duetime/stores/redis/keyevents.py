@@ -6,7 +6,7 @@ import logging
 
 from duetime.errors import StoreError, StoreUnavailable
 from duetime.stores import wire
-from duetime.stores.redis.connection import errors
+from duetime.stores.redis.config import errors
 from duetime.stores.redis.resp.client import RespClient
 
 log = logging.getLogger(__name__)

@@ -15,30 +15,24 @@ again; on Redis Cluster, :class:`.cluster.ClusterScriptRunner` sends them.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any, NamedTuple
 
 from duetime.errors import LeaseLost, StoreError, StoreRefused, StoreUnavailable
 from duetime.stores import wire
 from duetime.stores.packaged import folder as package_folder
+from duetime.stores.redis.assemble import assemble
 from duetime.stores.redis.resp.client import RespClient, pack_args
 from duetime.stores.redis.resp.errors import ReplyError
-from duetime.stores.redis.source import assemble
 
 _PREAMBLE = "_preamble.lua"
-#: Shared functions beyond the preamble, put after it in the scripts that use them (each
-#: script takes only the definitions it uses: :mod:`.source`).
-INCLUDES = {
-    "claim_due": ("_gate.lua", "_lanes.lua", "_groups.lua"),
-    "schedule": ("_lanes.lua", "_groups.lua"),
-    "schedule_if": ("_lanes.lua", "_groups.lua", "_merge.lua"),
-    "settle": ("_lanes.lua", "_groups.lua"),
-    "revive": ("_lanes.lua", "_groups.lua"),
-    "hasten": ("_lanes.lua", "_groups.lua"),
-    "put_entry": ("_lanes.lua", "_groups.lua"),
-    "schedule_event": ("_lanes.lua", "_groups.lua"),
-    "cancel": ("_groups.lua",),
-    "abort": ("_groups.lua",),
-}
+#: A script's line naming the shared files beyond the preamble that it uses, put after the
+#: preamble in that order (each script takes only the definitions it uses:
+#: :mod:`.assemble`), as the SQL files' ``-- include`` lines.
+_INCLUDE = re.compile(r"^-- include ((?:_\w+\.lua ?)+)$", re.M)
+#: What a script's header says of its arguments: ``KEYS[n]``, ``ARGV[n]``, ``ARGV[n..]``
+#: (from n on, as many as the call has) and ``ARGV[n..m]``.
+_ARGUMENT = re.compile(r"\b(KEYS|ARGV)\[(\d+|i)( \+ i|\.\.(\d*))?\]")
 NAMES = (
     "schedule",
     "schedule_if",
@@ -78,10 +72,67 @@ class Script(NamedTuple):
     sha: str
 
 
+class Arity(NamedTuple):
+    """The KEYS and ARGV a script's header declares: from ``keys[0]`` to ``keys[1]`` keys
+    and from ``argv[0]`` to ``argv[1]`` arguments (None: any number from the first on, the
+    header's ``KEYS[i]``, ``KEYS[n..]``, ``KEYS[n + i]``, ``ARGV[n..]``; a ``KEYS[n]`` or
+    ``ARGV[n]`` on a line that says "optional" may be left out, and ``ARGV[n..m]`` is n to
+    m; the first mention of each declares it, later ones refer to it)."""
+
+    keys: tuple[int, int | None]
+    argv: tuple[int, int | None]
+
+
+def includes(own: str) -> tuple[str, ...]:
+    """The shared files a script's own text names on its ``-- include`` line."""
+    found = _INCLUDE.search(own)
+    return () if found is None else tuple(found.group(1).split())
+
+
+def header(own: str) -> str:
+    """A script's header: the comment lines it opens with."""
+    lines = own.split("\n")
+    end = next((i for i, line in enumerate(lines) if not line.startswith("--")), len(lines))
+    return "\n".join(lines[:end])
+
+
+def arity(own: str) -> Arity:
+    """The KEYS and ARGV the header of a script's own text declares."""
+    bounds: dict[str, list[int | None]] = {"KEYS": [0, 0], "ARGV": [0, 0]}
+    declared: set[tuple[str, str, str]] = set()
+    for line in header(own).split("\n"):
+        optional = "optional" in line
+        for kind, first, dots, last in _ARGUMENT.findall(line):
+            if (kind, first, dots) in declared:  # named again further on: a reference
+                continue
+            declared.add((kind, first, dots))
+            low, high = bounds[kind]
+            if first == "i":  # any number of them
+                bounds[kind] = [low, None]
+                continue
+            n = int(first)
+            if dots.startswith(" +"):  # n + i: n, then one for each of the call's items
+                bounds[kind] = [max(low or 0, n), None]
+            elif dots and not last:  # from n on: n - 1 at least
+                bounds[kind] = [max(low or 0, n - 1), None]
+            else:
+                top = int(last) if last else n
+                least = low if optional or dots else max(low or 0, n)
+                bounds[kind] = [least, None if high is None else max(high, top)]
+    keys, argv = bounds["KEYS"], bounds["ARGV"]
+    return Arity((keys[0] or 0, keys[1]), (argv[0] or 0, argv[1]))
+
+
+def own_text(name: str) -> str:
+    """A script's own file, as written."""
+    return (package_folder("duetime.stores.redis", "lua") / f"{name}.lua").read_text()
+
+
 def _load(name: str) -> Script:
     folder = package_folder("duetime.stores.redis", "lua")
-    shared = [(folder / part).read_text() for part in (_PREAMBLE, *INCLUDES.get(name, ()))]
-    source = assemble(shared, (folder / f"{name}.lua").read_text())
+    own = own_text(name)
+    shared = [(folder / part).read_text() for part in (_PREAMBLE, *includes(own))]
+    source = assemble(shared, own)
     return Script(name, source, hashlib.sha1(source.encode()).hexdigest())
 
 

@@ -25,8 +25,7 @@ from urllib.parse import unquote, urlsplit
 
 from duetime.errors import ConfigError
 from duetime.loops import LoopLock
-from duetime.stores.redis.resp.connection import connect, pack
-from duetime.stores.redis.resp.endpoint import (
+from duetime.stores.redis.resp.address import (
     CONNECT_SECONDS,
     TLS,
     Endpoint,
@@ -35,6 +34,7 @@ from duetime.stores.redis.resp.endpoint import (
     read_options,
     userinfo,
 )
+from duetime.stores.redis.resp.connection import connect, pack
 from duetime.stores.redis.resp.errors import ConnectionLost, ReplyError
 
 SCHEMES = ("redis+sentinel", "rediss+sentinel")

@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from duetime.errors import ConfigError
-from duetime.stores.redis.connection import errors
+from duetime.stores.redis.config import errors
 from duetime.stores.redis.resp.client import RespClient
 from duetime.stores.redis.resp.errors import ReplyError
 

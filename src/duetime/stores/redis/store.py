@@ -23,6 +23,7 @@ from duetime.stores.base import (
 from duetime.stores.redis import listing, wake
 from duetime.stores.redis.calls import RedisCalls, ServerCalls
 from duetime.stores.redis.capabilities import RedisCapabilities
+from duetime.stores.redis.claiming import RedisLeases
 from duetime.stores.redis.codec import (
     SCHEDULE_CHUNK,
     groups,
@@ -30,7 +31,7 @@ from duetime.stores.redis.codec import (
     priorities,
     score,
 )
-from duetime.stores.redis.connection import (
+from duetime.stores.redis.config import (
     RedisConfig,
     driver_errors,
     errors,
@@ -45,7 +46,6 @@ from duetime.stores.redis.keys import (
     type_keys,
     wake_channel,
 )
-from duetime.stores.redis.leases import RedisLeases
 from duetime.stores.redis.resp.client import RespClient, Source
 from duetime.stores.redis.server import eviction_problems, open_server
 from duetime.stores.redis.telemetry import RedisTelemetry

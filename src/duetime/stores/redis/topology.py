@@ -14,8 +14,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from duetime.errors import ConfigError
+from duetime.stores.redis.resp.address import TLS, parse_url, query, read_options, userinfo
 from duetime.stores.redis.resp.client import Fixed, Source
-from duetime.stores.redis.resp.endpoint import TLS, parse_url, query, read_options, userinfo
 from duetime.stores.redis.sentinel import SCHEMES as SENTINEL_SCHEMES
 from duetime.stores.redis.sentinel import SentinelSource, parse_sentinel_url
 

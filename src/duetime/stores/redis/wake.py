@@ -8,8 +8,8 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from duetime.backoff import backoff_delay
-from duetime.outage import OutageLog
+from duetime._backoff import backoff_delay
+from duetime._outage import OutageLog
 from duetime.stores import wire
 from duetime.stores.base import ABORT_WAKE_MS, WakeCallback
 from duetime.stores.redis.resp.client import Source

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
-from duetime.backoff import backoff_delay
+from duetime._backoff import backoff_delay
 from duetime.errors import ConfigError, SchemaError, StoreError, StoreUnavailable
 from duetime.stores import wire
 from duetime.stores.sqlite import schema

@@ -21,7 +21,7 @@ from duetime.stores.conditional import Answer, Condition, check_conditions
 from duetime.stores.gating import Gate
 from duetime.stores.history import check_log
 from duetime.stores.runs import RunLog
-from duetime.stores.sqlite import conditional, leases, ops, wake
+from duetime.stores.sqlite import claiming, conditional, ops, wake
 from duetime.stores.sqlite.config import SqliteConfig, parse_sqlite_url
 from duetime.stores.sqlite.connection import Database
 from duetime.stores.sqlite.gates import SqliteGates
@@ -177,7 +177,7 @@ class SqliteStore(FileOnThread, SqliteGates, RunReads):
         check_log(record)
         return await self._write(
             "claim",
-            leases.claim,
+            claiming.claim,
             self._queues,
             task_type,
             now_ms,
@@ -214,12 +214,12 @@ class SqliteStore(FileOnThread, SqliteGates, RunReads):
         queues, now = self._queues, int(now_ms)
 
         def job(db: Database) -> tuple[list[bool], list[ops.Wake]]:
-            if record is None and db.autocommit(leases.settle_done, queues, task_type, outcomes):
+            if record is None and db.autocommit(claiming.settle_done, queues, task_type, outcomes):
                 # No task made due; a slot may be free (global_concurrency).
                 return [True] * len(outcomes), db.autocommit(
-                    leases.slot_freed, queues, task_type, now
+                    claiming.slot_freed, queues, task_type, now
                 )
-            return db.write(leases.settle, queues, task_type, outcomes, now, record)
+            return db.write(claiming.settle, queues, task_type, outcomes, now, record)
 
         kept, wakes = await self._on_thread("settle", job)
         wake.notify(self._key, self.config.namespace, wakes)

@@ -11,10 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from duetime.backoff import backoff_delay
+from duetime._backoff import backoff_delay
+from duetime._outage import OutageLog
 from duetime.clock import iso
 from duetime.errors import StoreError
-from duetime.outage import OutageLog
 from duetime.stores import wire
 from duetime.stores.base import ABORT_WAKE_MS, WakeCallback
 from duetime.stores.sqlite.connection import connect, is_busy, map_error

@@ -1,5 +1,5 @@
 -- settle: apply the outcomes of runs whose claim still holds the lease, one statement for
--- the batch (as the Redis store's settle.lua and the SQLite store's leases.settle):
+-- the batch (as the Redis store's settle.lua and the SQLite store's claiming.settle):
 -- the run's lease ends; a task rescheduled while it ran (due) keeps its new occurrence;
 -- one cancelled while it ran (no record) stays cancelled; otherwise the op applies:
 --   done     the record goes, with stalls and error;

@@ -17,6 +17,7 @@
 -- Returns {1} when a run was marked, {2} when a task no run holds was removed, {0} when
 -- there was no task.
 -- Errors: {-1, key} a key holds another type. Nothing is written.
+-- include _groups.lua
 
 local due, data, dead, meta, lease, abort = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local bad = wrong_type({due, 'zset', data, 'hash', dead, 'zset', meta, 'hash', lease, 'hash',

@@ -2,8 +2,8 @@
 -- older than the hour kept.
 --
 -- KEYS[i] the hash of one minute (field "<what>:<task type>" -> count)
--- ARGV[1] how long past its minute's start each hash is kept (ms); then, for each key in
--- turn: its minute's start (ms), its number of fields n, and n pairs of field and count
+-- ARGV[1] how long past its minute's start each hash is kept (ms); ARGV[2..], for each key
+-- in turn: its minute's start (ms), its number of fields n, and n pairs of field and count
 --
 -- Returns {1}.
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.

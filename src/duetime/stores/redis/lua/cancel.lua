@@ -10,6 +10,7 @@
 --
 -- Returns {1} when the task existed, {0} when it did not.
 -- Errors: {-1, key} a key holds another type. Nothing is written.
+-- include _groups.lua
 
 local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'zset', KEYS[4], 'hash',
                         KEYS[5], 'zset', KEYS[6], 'hash', KEYS[7], 'hash', KEYS[8], 'zset'})

@@ -41,19 +41,19 @@
 -- KEYS[9] gate (HASH: the type's gates), KEYS[10] order (ZSET: the due tasks by priority)
 -- and KEYS[11] lane (HASH id -> priority): see _lanes.lua; KEYS[12] group (HASH id ->
 -- group), KEYS[13] groups (ZSET), KEYS[14] ready (ZSET) and KEYS[15] pace (ZSET): see
--- _groups.lua; KEYS[16] the run history and KEYS[17] its tally
--- (optional: with them, an expired lease sent back to due or to the dead letters is
--- recorded as a failed or dead run, and a claim that finds nothing due drops the runs that
--- aged out)
+-- _groups.lua; KEYS[16] the run history and KEYS[17] its tally (optional: with them, an
+-- expired lease sent back to due or to the dead letters is recorded as a failed or dead
+-- run, and a claim that finds nothing due drops the runs that aged out)
 -- ARGV[1] now ms, ARGV[2] limit (>= 0), ARGV[3] lease ms (> 0), ARGV[4] max stalls (>= 0),
 -- ARGV[5] "1" for at-most-once delivery, else "0"
 -- ARGV[6] look-ahead ms (>= 0): also claim tasks due this soon; the worker starts each at
 --         its due time (the lease counts from now)
 -- ARGV[7] how long to keep the reply for a resent call, ms
--- ARGV[8] the rate's interval between starts, ms (0: no rate), ARGV[9] its burst (>= 1),
--- ARGV[10] most tasks running at once (0: no limit)
--- ARGV[11] each group's rate's interval between starts, ms (0: none), ARGV[12] its burst
--- (>= 1), ARGV[13] most tasks of one group running at once (0: no limit)
+-- The gates, optional (ARGV[8..13] all, or none of them: no gate):
+-- ARGV[8] the rate's interval between starts, ms (0: no rate), ARGV[9] its burst (optional)
+-- ARGV[10] most tasks running at once (0: no limit; optional)
+-- ARGV[11] each group's rate's interval, ms (0: none), ARGV[12] its burst (optional)
+-- ARGV[13] most tasks of one group running at once (0: no limit; optional)
 -- ARGV[14..16] with KEYS[16]: the claiming worker (unused: a reaped run's worker is
 --         unknown), the most runs kept, their most age (ms): see run_log in the preamble
 --
@@ -67,6 +67,7 @@
 --          none: not held, or paused, or at its global concurrency).
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments, or a token counter
 -- that is not a number. Nothing is written.
+-- include _gate.lua _lanes.lua _groups.lua
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 

@@ -14,6 +14,7 @@
 -- Returns {1} when the task moved, {0} when it was due by then already, {2} when it does
 -- not wait (running, dead or missing).
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
+-- include _lanes.lua _groups.lua
 
 local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'zset', KEYS[4], 'hash',
                         KEYS[5], 'hash', KEYS[6], 'zset', KEYS[7], 'zset'})

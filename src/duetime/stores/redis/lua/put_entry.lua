@@ -16,6 +16,7 @@
 --
 -- Returns, per entry, the due time (ms) it has now.
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
+-- include _lanes.lua _groups.lua
 
 local due, data, dead, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local order, lane = KEYS[5], KEYS[6]

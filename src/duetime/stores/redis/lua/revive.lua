@@ -12,6 +12,7 @@
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments, or a dead letter
 -- without a record to run (it was moved aside because its record was missing). Nothing
 -- is written.
+-- include _lanes.lua _groups.lua
 
 local bad = wrong_type({KEYS[1], 'zset', KEYS[2], 'zset', KEYS[3], 'hash', KEYS[4], 'hash',
                         KEYS[5], 'zset', KEYS[6], 'hash', KEYS[7], 'hash', KEYS[8], 'zset',

@@ -49,6 +49,7 @@
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments, or a fence that is
 -- not a number; {-3, message} the server refused the first write (out of memory);
 -- {-4, task type, token, fence} the fence is above the token. Nothing is written.
+-- include _lanes.lua _groups.lua
 
 if #ARGV < 9 or (#ARGV - 6) % 3 ~= 0 then
   return {-2, 'expected id, due, record triples'}

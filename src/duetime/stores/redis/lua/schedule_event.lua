@@ -10,6 +10,7 @@
 --
 -- Returns {1} when this call wrote the task, {0} when the event was turned into one before.
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
+-- include _lanes.lua _groups.lua
 
 local event, due, data, dead, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local bad = wrong_type({event, 'string', due, 'zset', data, 'hash', dead, 'zset', meta, 'hash',

@@ -51,6 +51,7 @@
 --   4 changed  what is pending now ('' nothing, 'w' or 'r'), its record ('' for none)
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments; {-3, message} the
 -- server refused the first write (out of memory). Nothing is written.
+-- include _lanes.lua _groups.lua _merge.lua
 
 local due, data, dead, meta, lease, call = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local order, lane = KEYS[7], KEYS[8]

@@ -68,6 +68,7 @@
 -- Returns a list with, per outcome (file, spawn, log and ran entries excluded, each line of
 -- done* and ran* counted), 1 (kept) or 0 (stale).
 -- Errors: {-1, key} a key holds another type; {-2, what} bad arguments. Nothing is written.
+-- include _lanes.lua _groups.lua
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local meta, dead, call, gate = KEYS[5], KEYS[6], KEYS[7], KEYS[8]

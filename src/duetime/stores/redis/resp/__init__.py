@@ -5,7 +5,7 @@ client, not redis-py: it loads in a millisecond where redis-py takes some fifty 
 worker's start), and a round trip costs about half the CPU (docs/performance.md, "The
 fifth round"). redis-py stays for Redis Cluster only (:mod:`duetime.stores.redis.clustercalls`).
 
-- :mod:`.endpoint`: the ``redis://``, ``rediss://`` and ``unix://`` URLs, as an Endpoint;
+- :mod:`.address`: the ``redis://``, ``rediss://`` and ``unix://`` URLs, as an Endpoint;
 - :mod:`.connection`: one connection, its handshake and its replies;
 - :mod:`.client`: calls on a set of connections, sent again on a lost one;
 - :mod:`.commands`: the replies of a few reads shaped, and pipelines that raise;

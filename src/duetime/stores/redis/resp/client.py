@@ -12,11 +12,11 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from duetime.backoff import backoff_delay
+from duetime._backoff import backoff_delay
 from duetime.loops import LoopBound
+from duetime.stores.redis.resp.address import Endpoint
 from duetime.stores.redis.resp.connection import Connection, connect, pack
 from duetime.stores.redis.resp.deadlines import Deadlines
-from duetime.stores.redis.resp.endpoint import Endpoint
 from duetime.stores.redis.resp.errors import ReplyError
 from duetime.stores.wire import to_bytes
 

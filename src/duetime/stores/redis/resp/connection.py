@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import hiredis
 
-from duetime.stores.redis.resp.endpoint import Endpoint
+from duetime.stores.redis.resp.address import Endpoint
 from duetime.stores.redis.resp.errors import ConnectionLost, ReplyError
 from duetime.version import VERSION
 

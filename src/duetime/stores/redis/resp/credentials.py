@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 from typing import TypeAlias
 
 from duetime.errors import ConfigError
+from duetime.stores.redis.resp.address import Endpoint
 from duetime.stores.redis.resp.client import Source
-from duetime.stores.redis.resp.endpoint import Endpoint
 
 #: A callable (plain or async) that returns ``(username, password)``; ``username`` None
 #: for the default user.

@@ -9,8 +9,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from duetime.stores.redis.resp.address import Endpoint
 from duetime.stores.redis.resp.connection import Connection, connect, pack
-from duetime.stores.redis.resp.endpoint import Endpoint
 from duetime.stores.redis.resp.errors import ConnectionLost, ReplyError
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,7 @@ from duetime.events import Listener
 
 if TYPE_CHECKING:  # the endpoint is loaded by the worker that serves the checks
     from duetime.clock import Clock
-    from duetime.endpoint import Endpoint, Reply, Request, Route
+    from duetime.probes.endpoint import Endpoint, Reply, Request, Route
     from duetime.stores.base import Store
 
 log = logging.getLogger(__name__)
@@ -199,6 +199,6 @@ class WorkerHealth(Listener):
 
 
 def _reply(ok: bool, why: str) -> Reply:
-    from duetime.endpoint import Reply
+    from duetime.probes.endpoint import Reply
 
     return Reply(200 if ok else 503, f"{why}\n".encode())

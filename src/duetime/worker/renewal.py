@@ -7,8 +7,8 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+from duetime._outage import OutageLog
 from duetime.clock import Clock
-from duetime.outage import OutageLog
 from duetime.stores.base import Store
 from duetime.worker.runner import TypeRunner
 
