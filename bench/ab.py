@@ -3,6 +3,7 @@
     python bench/ab.py d27d428 HEAD                  # 3 rounds, Redis and SQLite
     python bench/ab.py HEAD WORKTREE --stores redis  # the uncommitted change, before commit
     python bench/ab.py HEAD HEAD                     # the noise floor: a revision against itself
+    python bench/ab.py 0729856 HEAD --workloads w1m  # merges: made in the store, or read and written again
     python bench/ab.py HEAD WORKTREE --quick         # a smoke run, a few seconds
     python bench/ab.py d27d428 HEAD --workloads w1i,w2i,w2s --rounds 1   # counted: no noise
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"rate": "100000/s"}'
@@ -34,6 +35,8 @@ each measurement has a namespace of its own.
 
 W1  one ``schedule`` call per task, tasks/s (tasks due in an hour, ~100-byte payloads);
     on Redis also the server's time in duetime's scripts per call (INFO commandstats).
+W1m (named in --workloads only): one ``if_exists="merge"`` call per task into a task
+    pending an hour away (a quarter of W1's count), calls/s.
 W2  N due tasks (one ``schedule_many``), one worker process at concurrency 1,000, a no-op
     async handler: tasks/s from the worker process's start to the last handler, and from
     the first handler to the last; and the worker process's CPU time (user + system, from

@@ -75,6 +75,24 @@ async def w1(url: str, ns: str, n: int) -> dict[str, Any]:
     return {"per_s": n / elapsed}
 
 
+async def w1m(url: str, ns: str, n: int) -> dict[str, Any]:
+    """W1m: ``n`` merges (``if_exists="merge"``), each into a task pending an hour away,
+    one call each, after the tasks are written in one batch (not timed)."""
+    app = app_for(url, ns)
+    await app.open()
+    due = datetime.now(UTC) + timedelta(hours=1)
+    due_s = due.timestamp()
+    await app.schedule_many(
+        duetime.Task("bench", f"t{i}", at=due, payload=payload(i, due_s)) for i in range(n)
+    )
+    t0 = time.perf_counter()
+    for i in range(n):
+        await app.schedule("bench", f"t{i}", payload={"merged": i}, if_exists="merge")
+    elapsed = time.perf_counter() - t0
+    await app.close()
+    return {"per_s": n / elapsed}
+
+
 async def seed(url: str, ns: str, n: int, levels: int = 0, groups: int = 0) -> dict[str, Any]:
     app = app_for(url, ns)
     now = time.time()
@@ -202,6 +220,8 @@ def main(argv: list[str]) -> None:
         return
     if command == "w1":
         result = asyncio.run(w1(url, ns, n))
+    elif command == "w1m":
+        result = asyncio.run(w1m(url, ns, n))
     elif command == "seed":
         counts = [int(arg) for arg in argv[4:6]]
         result = asyncio.run(seed(url, ns, n, *counts))

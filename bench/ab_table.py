@@ -18,6 +18,7 @@ class Metric(NamedTuple):
 
 METRICS = (
     Metric("w1_per_s", "W1 one call /s", True, "w1"),
+    Metric("w1m_per_s", "W1m merge call /s", True, "w1m"),
     Metric("w1_server_us_per_call", "W1 Redis scripts µs/call", False, "w1", redis_only=True),
     Metric("w1_instructions_per_call", "W1i producer instructions/call", False, "w1i"),
     # The rest of the counted process: the interpreter's start, the imports, connecting.

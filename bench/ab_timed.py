@@ -23,6 +23,12 @@ class TimedWorkloads:
             figures["w1_server_us_per_call"] = server.spent_us() / n
         return figures
 
+    def w1m(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
+        """W1m: one ``if_exists="merge"`` call per task, into a pending task (its merge made
+        in the store, or read and written again by the caller in builds before it)."""
+        n = self.sizes.w1 // 4  # merges cost more than a plain call: a quarter of W1's
+        return {"w1m_per_s": self.agent(b, "w1m", self.url(store, ns), ns, n)["per_s"]}
+
     def w2(self, b: Build, store: str, ns: str, options: dict[str, Any]) -> dict[str, float]:
         n, url = self.sizes.w2, self.url(store, ns)
         options = self.seed(b, url, ns, n, options)

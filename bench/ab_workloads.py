@@ -46,7 +46,7 @@ FULL = Sizes(rounds=3, w1=20_000, w2=20_000, w3=2_000, w3_spread=10.0, w3_lead=2
 QUICK = Sizes(
     rounds=1, w1=300, w2=1_000, w3=100, w3_spread=1.0, w3_lead=0.5, w1i=(50, 250), w2i=(200, 700)
 )
-WORKLOADS = ("w1", "w2", "w3", "w1i", "w2i", "w2s")
+WORKLOADS = ("w1", "w1m", "w2", "w3", "w1i", "w2i", "w2s")
 #: What a run measures unless told: the counted workloads take minutes under valgrind.
 DEFAULT_WORKLOADS = ("w1", "w2", "w3")
 

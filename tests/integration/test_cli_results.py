@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import duetime
 from duetime.cli import main
-from tests.helpers import running
+from tests.helpers import eventually, running
 
 
 async def ran_report(url: str, namespace: str) -> None:
@@ -28,7 +28,12 @@ async def ran_report(url: str, namespace: str) -> None:
     try:
         async with running(app):
             await app.schedule("report", "r1", every=timedelta(hours=1))
-            assert await app.result("report", "r1", wait=10) == {"rows": 1200}
+
+            async def ran() -> bool:  # (result(wait=) of a series waits for its next run)
+                info = await app.get("report", "r1")
+                return info is not None and info.result == {"rows": 1200}
+
+            await eventually(ran, within=25, what="the run's result")
     finally:
         await app.close()
 

@@ -99,6 +99,8 @@ def test_manage_py_duetime_schedules_lists_and_runs_on_the_projects_app(
 
 
 def test_exit_codes_and_help_are_duetimes(env: dict[str, str]) -> None:
+    # The store exists (a read does not create it), the task does not: exit 3.
+    Path(env["DUETIME_URL"].removeprefix("sqlite:///")).touch()
     missing = manage(env, "duetime", "show", "welcome", "nobody")
     assert missing.returncode == 3, missing.stderr
     helped = manage(env, "duetime", "worker", "--help")

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import duetime
-from duetime.worker import executor, hot, job
+from duetime.worker import hot, job
 from tests.helpers import eventually, has_state, is_gone, running
 
 ISO_MS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
@@ -136,7 +136,6 @@ async def test_a_failure_of_duetimes_own_code_keeps_its_traceback_in_the_dead_le
 
     # Every run of a handler that takes a Context, on the hot path or through a trigger,
     # builds that context here.
-    monkeypatch.setattr(executor, "handler_context", broken_context)
     monkeypatch.setattr(hot, "handler_context", broken_context)
     monkeypatch.setattr(job, "handler_context", broken_context)
     async with running(app):
