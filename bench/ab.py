@@ -3,7 +3,7 @@
     python bench/ab.py d27d428 HEAD                  # 3 rounds, Redis and SQLite
     python bench/ab.py HEAD WORKTREE --stores redis  # the uncommitted change, before commit
     python bench/ab.py HEAD HEAD                     # the noise floor: a revision against itself
-    python bench/ab.py 0729856 HEAD --workloads w1m  # merges: made in the store, or read and written again
+    python bench/ab.py 0729856 HEAD --workloads w1m  # merges: in the store, or read and sent again
     python bench/ab.py HEAD WORKTREE --quick         # a smoke run, a few seconds
     python bench/ab.py d27d428 HEAD --workloads w1i,w2i,w2s --rounds 1   # counted: no noise
     python bench/ab.py WORKTREE WORKTREE --workloads w2 --b-options '{"rate": "100000/s"}'

@@ -224,38 +224,17 @@ async def test_done_of_a_rescheduled_task_keeps_the_new_occurrence(store: Store)
     assert got is not None and (got.state, got.due_ms) == ("due", T0 + 9000)
 
 
-async def test_a_rescheduled_task_waits_for_its_run_to_settle(store: Store) -> None:
-    """An id never runs twice at once: the new occurrence is not claimed while the run
-    holds the lease, the run's outcome is kept, and the occurrence is claimed right after."""
-    await put(store, ("a", T0), ("b", T0 + 5))
-    (first,) = await claim(store)
-    await store.schedule("mail", [NewTask("a", T0 + 1, REC)])
-
-    batch = await store.claim(
-        "mail", now_ms=T0 + 10, limit=10, lease_ms=LEASE, max_stalls=2, at_most_once=False
-    )
-    assert [c.id for c in batch.claims] == ["b"]  # not "a": its run still holds the lease
-    # Nothing claimable is due: the worker looks again at the lease deadline (or is woken
-    # by the settle), not at once.
-    assert batch.next_ms is not None and batch.next_ms > T0 + 10
-
-    assert await store.settle("mail", [Outcome("done", first)], T0 + 20) == [True]
-    (second,) = await claim(store, now=T0 + 21)
-    assert (second.id, second.due_ms) == ("a", T0 + 1) and second.token > first.token
-    assert await store.settle("mail", [Outcome("done", second)], T0 + 22) == [True]
-    assert await store.get("mail", "a") is None
-
-
-async def test_a_rescheduled_task_runs_once_its_stalled_run_is_reaped(store: Store) -> None:
+async def test_claiming_a_rescheduled_task_again_takes_its_lease_over(store: Store) -> None:
     await put(store, ("a", T0))
     (first,) = await claim(store)
     await store.schedule("mail", [NewTask("a", T0 + 1, REC)])
-    assert await claim(store, now=T0 + LEASE - 1) == []
 
-    (second,) = await claim(store, now=T0 + LEASE)  # the lease expired: reaped, then claimed
+    (second,) = await claim(store, now=T0 + 1)
 
-    assert second.due_ms == T0 + 1 and second.stalls == 0
-    assert await store.settle("mail", [Outcome("done", first)], T0 + LEASE) == [False]
+    assert second.token > first.token
+    assert await store.settle("mail", [Outcome("done", first)], T0 + 2) == [False]
+    assert await store.settle("mail", [Outcome("done", second)], T0 + 3) == [True]
+    assert await store.get("mail", "a") is None
 
 
 async def test_a_task_cancelled_while_running_stays_cancelled(store: Store) -> None:

@@ -160,45 +160,6 @@ async def test_a_merge_into_a_running_task_runs_after_it_with_the_merged_payload
     assert runs == [{"a": 1, "nested": {"x": 1}}, {"a": 1, "nested": {"x": 1, "y": 2}}]
 
 
-@pytest.mark.parametrize("if_exists", ["replace", "merge"])
-async def test_an_id_scheduled_again_while_it_runs_waits_for_the_run(
-    app: duetime.App, if_exists: duetime.model.IfExists
-) -> None:
-    """A task id never runs twice at once: the new occurrence starts after the run settles,
-    and the run's outcome is kept in the history."""
-    release = asyncio.Event()
-    active: list[str] = []
-    overlapped: list[str] = []
-    started: list[str] = []
-
-    @app.task("slow", concurrency=4)
-    async def slow(payload: dict[str, Any], ctx: duetime.Context) -> None:
-        if ctx.task_id in active:
-            overlapped.append(ctx.task_id)
-        active.append(ctx.task_id)
-        started.append(ctx.task_id)
-        try:
-            if payload.get("n") == 1:
-                await release.wait()
-        finally:
-            active.remove(ctx.task_id)
-
-    await app.schedule("slow", "s1", payload={"n": 1})
-    async with running(app):
-        await eventually(lambda: started == ["s1"], what="s1 started")
-        await app.schedule("slow", "s1", payload={"n": 2}, if_exists=if_exists)
-        # A task due after the new occurrence: once it ran, a claim has passed s1 over.
-        await app.schedule("slow", "probe", payload={"n": 3}, delay=0.05)
-        await eventually(lambda: "probe" in started, what="the probe ran")
-        assert started == ["s1", "probe"]
-        release.set()
-        await eventually(lambda: started.count("s1") == 2, what="the new occurrence ran")
-        await eventually(lambda: is_gone(app, "slow", "s1"), what="s1 done")
-    assert overlapped == []
-    runs = await app.history("slow", task_id="s1")
-    assert [r.outcome for r in runs] == ["done", "done"]
-
-
 async def test_the_store_writes_a_merge_only_over_the_task_it_was_made_from(
     app: duetime.App, store: Store
 ) -> None:

@@ -132,7 +132,7 @@ class _Judged:
 
     outcome: Outcome
     rid: int
-    moved: int | None  # due again, at this time: rescheduled while it ran
+    moved: bool  # due again: rescheduled while it ran
     dead: bool
 
 
@@ -183,7 +183,7 @@ def _settle(
                 # A release, and the whole type held until the outcome's due_ms.
                 hold_ms = max(outcome.due_ms, hold_ms or outcome.due_ms)
                 outcome = outcome._replace(op="release", due_ms=c.due_ms)
-            judged.append(_Judged(outcome, rid, moved, bool(dead)))
+            judged.append(_Judged(outcome, rid, bool(moved), bool(dead)))
     if not judged:
         return kept, []
     if any(j.outcome.unique_ms for j in judged):  # runs of tasks scheduled with unique_for
@@ -203,8 +203,8 @@ def _settle(
         Q.settle_end,
         [
             {
-                "clear": int(j.moved is None and j.outcome.op in ("done", "next")),
-                "drop": int(j.moved is None and j.outcome.op == "done"),
+                "clear": int(not j.moved and j.outcome.op in ("done", "next")),
+                "drop": int(not j.moved and j.outcome.op == "done"),
                 "rid": j.rid,
             }
             for j in slow
@@ -312,9 +312,7 @@ def _follow_up(conn: sqlite3.Connection, qid: int, j: _Judged, now_ms: int) -> l
         if grouped:
             groups.touch(conn, qid, (spawn,))
         made_due.append(o.spawn.due_ms)
-    if j.moved is not None:  # its new occurrence, held back while the run ran, may start
-        return [*made_due, j.moved]
-    if o.op == "done":
+    if j.moved or o.op == "done":
         return made_due
     if o.op == "dead":
         conn.execute(Q.settle_dead, (now_ms, wire.param(o.record), error, j.rid))
@@ -340,4 +338,4 @@ def _unrunnable(task_id: object, record: object) -> str | None:
 
 def _droppable(j: _Judged) -> bool:
     o = j.outcome
-    return o.op == "done" and j.moved is None and not j.dead and not o.dead_id and o.spawn is None
+    return o.op == "done" and not j.moved and not j.dead and not o.dead_id and o.spawn is None

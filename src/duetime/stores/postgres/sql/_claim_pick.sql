@@ -3,11 +3,10 @@
 -- (0008_priorities.sql) is claimed by "plain" alone: its earliest due tasks. A queue with
 -- lanes is claimed highest priority first, then earliest due: each level's earliest due
 -- tasks are locked (up to n a level), and the first n of them all by priority then due
--- time are taken; the others' locks end with the claim's transaction. A task whose earlier run still holds
--- the lease (rescheduled while it ran) is passed over: an id never runs twice at once.
+-- time are taken; the others' locks end with the claim's transaction.
 plain AS (
     SELECT id FROM tasks
-    WHERE qid = %(qid)s AND due_ms <= %(horizon)s AND deadline_ms IS NULL
+    WHERE qid = %(qid)s AND due_ms <= %(horizon)s
       AND NOT (SELECT lanes FROM queues WHERE qid = %(qid)s)
     ORDER BY due_ms, id
     LIMIT (SELECT n FROM allowed)
@@ -32,7 +31,7 @@ plain AS (
     CROSS JOIN LATERAL (
         SELECT priority, id, due_ms FROM tasks
         WHERE qid = %(qid)s AND priority = l.p AND priority IS NOT NULL
-          AND due_ms <= %(horizon)s AND deadline_ms IS NULL
+          AND due_ms <= %(horizon)s
         ORDER BY due_ms, id
         LIMIT (SELECT n FROM allowed)
         FOR UPDATE SKIP LOCKED

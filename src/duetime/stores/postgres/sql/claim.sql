@@ -3,9 +3,9 @@
 -- global concurrency is claimed by claim_gated.sql). Rows
 -- another claim holds are skipped (FOR UPDATE SKIP LOCKED), so claimers of one type do
 -- not wait for each other. Each picked task moves from due to running with a new
--- fencing token and the lease deadline; an id whose earlier run still holds a lease (it
--- was rescheduled while it ran) is not picked until that run settles or its lease is
--- reaped: an id never runs twice at once. A due row without a record cannot run: it goes to the dead letters with
+-- fencing token and the lease deadline; claiming an id whose earlier run still holds a
+-- lease (it was rescheduled while it ran) takes the lease over, and that run's outcomes
+-- become stale. A due row without a record cannot run: it goes to the dead letters with
 -- the reason (never dropped silently). The rows to update are found by their primary
 -- key (= ANY of the picked ids, an array whose length the planner does not see), never
 -- by a join the planner could turn into a scan of the whole type.

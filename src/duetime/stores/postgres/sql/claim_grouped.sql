@@ -11,7 +11,7 @@
 -- earliest due tasks are read from tasks_groups up to that, locked (FOR UPDATE SKIP
 -- LOCKED), and the first n of them all are taken (found by their primary key, as in
 -- claim.sql): the first of each group in turn, then the second of each, ... Priorities are
--- not looked at; a task whose earlier run still holds the lease is passed over. A group served, found at its limits or found empty gets its turn at the
+-- not looked at. A group served, found at its limits or found empty gets its turn at the
 -- later of its earliest due task left and now (none: NULL, out of groups_ready), and its
 -- rate's time moves on by its tasks started; a group whose tasks were all left for the
 -- others keeps its turn. A write that made tasks
@@ -69,7 +69,6 @@ WITH
     CROSS JOIN LATERAL (
         SELECT id, due_ms FROM tasks
         WHERE qid = %(qid)s AND grp = l.name AND grp IS NOT NULL AND due_ms <= %(horizon)s
-          AND deadline_ms IS NULL
         ORDER BY due_ms, id
         LIMIT l.cap
         FOR UPDATE SKIP LOCKED
@@ -106,7 +105,7 @@ WITH
            -- statement's snapshot still shows due)
            (SELECT r.due_ms FROM tasks AS r
             WHERE r.qid = %(qid)s AND r.grp = s.name AND r.grp IS NOT NULL
-              AND r.due_ms IS NOT NULL AND r.deadline_ms IS NULL
+              AND r.due_ms IS NOT NULL
             ORDER BY r.due_ms, r.id
             OFFSET s.taken LIMIT 1) AS next_due
     FROM (

@@ -7,9 +7,7 @@
 --   retry    due again at the outcome's time with its record and error;
 --   dead     to the dead letters with its record and error;
 --   release  due again at the outcome's time, as it was.
--- Every SET expression reads the row as it was before this statement. A task
--- rescheduled while it ran was not claimed while the run held its lease (an id never runs
--- twice at once): it counts as made due here. Listeners are
+-- Every SET expression reads the row as it was before this statement. Listeners are
 -- woken when a task made due here comes before every task due before the statement, or
 -- when the earliest of those is due already: a claim running now (for it) may not see
 -- this statement's tasks, and would then sleep past them; and, as settle_drop.sql, when a
@@ -25,7 +23,7 @@
 WITH head AS (
     SELECT min(due_ms) AS due_ms FROM (
         SELECT due_ms FROM tasks
-        WHERE qid = %(qid)s AND due_ms IS NOT NULL AND deadline_ms IS NULL
+        WHERE qid = %(qid)s AND due_ms IS NOT NULL
         ORDER BY due_ms LIMIT 1
     ) AS h
 ), settled AS (
@@ -57,7 +55,7 @@ WITH head AS (
     WHERE t.qid = %(qid)s AND t.id = ANY (ARRAY(SELECT unnest(%(ids)s::text[])))
       AND t.id = o.id AND t.token = o.token
     RETURNING t.id, o.token, t.due_ms IS NULL AND t.dead_ms IS NULL AS vacant,
-              t.due_ms AS made_due,
+              CASE WHEN o.op IN ('next', 'retry', 'release') THEN t.due_ms END AS made_due,
               t.grp
 ), written AS (
     SELECT made_due AS due_ms, grp FROM settled

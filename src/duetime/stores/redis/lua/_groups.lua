@@ -216,9 +216,8 @@ end
 
 -- Up to `want` tasks of `group` due by `horizon`, earliest due first: {ids, dues}, the due
 -- time of the group's first entry left (nil: none left; an estimate: it may be stale), and
--- the stale budget left (below 1: it ran out, and there may be more). The tasks taken, the
--- stale entries met and those of ids whose earlier run holds a lease (gk.lease) leave
--- `groups`; the caller takes the tasks out of due.
+-- the stale budget left (below 1: it ran out, and there may be more). The tasks taken and
+-- the stale entries met leave `groups`; the caller takes the tasks out of due.
 local function group_take(gk, due, group, want, horizon, budget)
   local prefix = group_prefix(group)
   local lo, hi = lex_range(prefix)
@@ -237,7 +236,6 @@ local function group_take(gk, due, group, want, horizon, budget)
     end
     local scores = redis.call('ZMSCORE', due, unpack(pids))
     local owners = redis.call('HMGET', gk.group, unpack(pids))
-    local held = redis.call('HMGET', gk.lease, unpack(pids))
     local gone, nxt = {}, nil
     for k, entry in ipairs(page) do
       if pdues[k] > horizon then
@@ -245,10 +243,8 @@ local function group_take(gk, due, group, want, horizon, budget)
         break
       end
       local fresh = scores[k] and math.ceil(tonumber(scores[k])) == pdues[k]
-      if not (fresh and (owners[k] or '') == group) or held[k] then
-        -- stale, or its earlier run holds the lease: the settle (or the reap) that ends
-        -- that run puts it back (an id never runs twice at once)
-        gone[#gone + 1] = entry
+      if not (fresh and (owners[k] or '') == group) then
+        gone[#gone + 1] = entry  -- stale
         budget = budget - 1
       elseif #ids < want then
         ids[#ids + 1] = pids[k]

@@ -112,9 +112,9 @@ end
 
 -- Up to `limit` tasks due by `horizon` from `order`, highest priority first, then earliest
 -- due: {ids, dues}. Each level present costs a seek (the first entry at or past its band),
--- whatever its backlog; the tasks taken (and the stale entries met, and the ids whose earlier
--- run holds a lease in `lease`) leave `order`, and the caller takes the tasks out of due.
-local function lane_pick(order, due, lease, horizon, limit)
+-- whatever its backlog; the tasks taken (and the stale entries met) leave `order`, and the
+-- caller takes the tasks out of due.
+local function lane_pick(order, due, horizon, limit)
   local ids, dues = {}, {}
   local from = '-inf'
   local at = math.min(math.max(horizon + LANE_OFFSET, 0), LANE_BASE - 1)
@@ -133,11 +133,8 @@ local function lane_pick(order, due, lease, horizon, limit)
         break
       end
       local scores = redis.call('ZMSCORE', due, unpack(got))
-      local held = redis.call('HMGET', lease, unpack(got))
       for k, id in ipairs(got) do
-        -- An id whose earlier run holds the lease leaves order too: the settle (or the
-        -- reap) that ends that run puts it back (an id never runs twice at once).
-        if scores[k] and not held[k] then
+        if scores[k] then
           ids[#ids + 1] = id
           dues[#dues + 1] = scores[k]
         end

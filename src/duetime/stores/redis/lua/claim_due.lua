@@ -9,10 +9,9 @@
 --
 -- Claiming: each claimed task leaves due, enters running scored by its lease deadline,
 -- and gets a lease "<token>|<due>" with a fresh fencing token (unique per type,
--- increasing). An id that still holds a lease (it was rescheduled while it ran) is passed
--- over: an id never runs twice at once. It stays due (it leaves order and its group, to
--- which the settle or the reap that ends its run puts it back), and `next` does not count
--- it. A due id without a record is moved to the dead letters with a reason, never dropped.
+-- increasing). Claiming an id that still holds a lease (it was rescheduled while it ran)
+-- takes the lease over: the earlier run's outcome will be stale. A due id without a
+-- record is moved to the dead letters with a reason, never dropped.
 --
 -- Priorities (see _lanes.lua): a type with an `order` ZSET is claimed from it, highest
 -- priority first, then earliest due; any other from due, earliest first. A task sent back
@@ -70,35 +69,9 @@
 -- include _gate.lua _lanes.lua _groups.lua
 
 local due, running, data, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-
--- How many of the earliest due entries `next` looks through for one whose id holds no
--- lease (rescheduled while it runs); past them it counts the lease deadlines only (and the
--- settles that end those runs wake the workers).
-local FREE_LOOK = 64
-
--- The due time of the earliest due task of `due` that no run holds in `lease`, or nil.
-local function free_head(due, lease)
-  local first = redis.call('ZRANGE', due, 0, 0, 'WITHSCORES')
-  if #first == 0 or redis.call('HEXISTS', lease, first[1]) == 0 then
-    return first[2]  -- the common case: one look
-  end
-  local head = redis.call('ZRANGE', due, 0, FREE_LOOK - 1, 'WITHSCORES')
-  local page = {}
-  for i = 1, #head, 2 do
-    page[#page + 1] = head[i]
-  end
-  local held = redis.call('HMGET', lease, unpack(page))
-  for k = 1, #page do
-    if not held[k] then
-      return head[2 * k]
-    end
-  end
-  return nil
-end
 local meta, dead, seq, call, gate = KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local order, lane, runs, tally = KEYS[10], KEYS[11], KEYS[16], KEYS[17]
-local gk = {group = KEYS[12], groups = KEYS[13], ready = KEYS[14], pace = KEYS[15],
-            lease = lease}
+local gk = {group = KEYS[12], groups = KEYS[13], ready = KEYS[14], pace = KEYS[15]}
 local bad = wrong_type({due, 'zset', running, 'zset', data, 'hash', lease, 'hash',
                         meta, 'hash', dead, 'zset', seq, 'string', call, 'string',
                         order, 'zset', lane, 'hash'})
@@ -183,14 +156,8 @@ for _, id in ipairs(expired) do
   local claimed_due = string.match(redis.call('HGET', lease, id) or '', '|(%d+)$') or ARGV[1]
   redis.call('ZREM', running, id)
   redis.call('HDEL', lease, id)
-  local moved = redis.call('ZSCORE', due, id)
-  if moved then
-    -- rescheduled while it ran: the lease just ends, and the new occurrence, passed over
-    -- while it ran, is back in order and its group
-    lane_add(order, lane, due, {{id, moved}})
-    group_add(gk, due, {{id, moved}})
-  elseif redis.call('HEXISTS', data, id) == 0 then
-    -- cancelled while it ran: the lease just ends
+  if redis.call('ZSCORE', due, id) or redis.call('HEXISTS', data, id) == 0 then
+    -- rescheduled or cancelled while it ran: the lease just ends
   elseif at_most_once then
     local why = 'lease expired; not run again (at-most-once delivery)'
     if log then
@@ -249,32 +216,16 @@ if allowed > 0 and grouped and redis.call('EXISTS', gk.groups) == 1 then
   picked_groups = group_claim(gk, due, running, now, horizon, allowed, limits)
   ids, dues = picked_groups.ids, picked_groups.dues
 elseif allowed > 0 and redis.call('EXISTS', order) == 1 then
-  ids, dues = lane_pick(order, due, lease, horizon, allowed)
+  ids, dues = lane_pick(order, due, horizon, allowed)
 elseif allowed > 0 then
-  -- The earliest due, passing over the ids whose earlier run holds the lease.
-  local n, skipped = 0, 0
-  while n < allowed do
-    local want = allowed - n
-    local picked = redis.call('ZRANGEBYSCORE', due, '-inf', string.format('%d', horizon),
-                              'WITHSCORES', 'LIMIT', skipped, want)
-    local page = {}
-    for i = 1, #picked, 2 do
-      page[#page + 1] = picked[i]
-    end
-    local held = #page > 0 and redis.call('HMGET', lease, unpack(page)) or {}
-    for k, id in ipairs(page) do
-      if held[k] then
-        skipped = skipped + 1
-      else
-        n = n + 1
-        ids[n], dues[n] = id, picked[2 * k]
-      end
-    end
-    if #page < want then
-      break
-    end
+  local picked = redis.call('ZRANGEBYSCORE', due, '-inf', string.format('%d', horizon),
+                            'WITHSCORES', 'LIMIT', 0, allowed)
+  local n = 0
+  for i = 1, #picked, 2 do
+    n = n + 1
+    ids[n], dues[n] = picked[i], picked[i + 1]
   end
-  from_head = skipped == 0
+  from_head = true
 end
 local started = 0
 if #ids > 0 then
@@ -356,7 +307,7 @@ if log and #out == 3 and #crashed == 0 then
   trim_aged(runs, now - log[3])
 end
 
-local next_due, next_lease = free_head(due, lease), head_score(running)
+local next_due, next_lease = head_score(due), head_score(running)
 local held_back = gated and #ids < limit and next_due and tonumber(next_due) <= horizon
     and gate_allowance(state, now, 1, interval, burst, max_running) == 0
 if held_back then

@@ -44,9 +44,7 @@
 --                                     preamble; ms before now, ARGV[1]). The runs of
 --                                     those kept make one entry.
 -- When the id was rescheduled while it ran (it is in due again), the new occurrence wins:
--- only the run's end is recorded, and the new occurrence (which no claim took while the run
--- held the lease: an id never runs twice at once) goes back to order and its group, and
--- wakes the workers. When it was cancelled (no record), next, retry, dead and
+-- only the run's end is recorded. When it was cancelled (no record), next, retry, dead and
 -- release write nothing else either: a cancelled task stays cancelled.
 -- A settle that ends runs of a type whose gate hash says a claim found it at its global
 -- concurrency (`wait`) clears that and wakes the type's workers: a slot is free.
@@ -297,21 +295,6 @@ for k = 1, #ids do
   end
 end
 wake_if_earlier(ARGV[2], ARGV[3], earliest, head)
--- A new occurrence passed over while its run held the lease may start now: back in order
--- and its group (claim_due.lua took it out of them), and the workers woken.
-local waited
-for k = 1, #ids do
-  if kept[k] == 1 and moved[k] then
-    lane_add(order, lane, due, {{ids[k], moved[k]}})
-    group_add(gk, due, {{ids[k], moved[k]}})
-    if not waited or tonumber(moved[k]) < tonumber(waited) then
-      waited = moved[k]
-    end
-  end
-end
-if waited then
-  wake_if_earlier(ARGV[2], ARGV[3], string.format('%d', math.ceil(tonumber(waited))), nil)
-end
 if n_ended > 0 and redis.call('EXISTS', gate) == 1 then
   if hold and hold > (tonumber(redis.call('HGET', gate, 'hold') or '') or -math.huge) then
     redis.call('HSET', gate, 'hold', string.format('%d', hold))

@@ -4,13 +4,13 @@
 -- CROSS JOIN keeps json_each the outer loop: one index seek per outcome.
 -- Parameters: :qid, :ids (a JSON array of the outcomes' task ids).
 -- Returns one row: a JSON array with one [n, rid, token, due, dead] per id found: n its
--- index in :ids, token the lease holder (NULL when none, or when not an integer), due its
--- due time when the task is due (it was rescheduled while it ran; else NULL), dead 1 when it is dead.
+-- index in :ids, token the lease holder (NULL when none, or when not an integer), due 1
+-- when the task is due (it was rescheduled while it ran), dead 1 when it is dead.
 SELECT json_group_array(json_array(
     j.key,
     t.rid,
     iif(typeof(t.token) = 'integer', t.token, NULL),
-    t.due_ms,
+    t.due_ms IS NOT NULL,
     t.dead_ms IS NOT NULL
 ))
 FROM json_each(:ids) AS j CROSS JOIN duetime_tasks AS t
