@@ -7,6 +7,8 @@ import asyncio
 import gc
 from datetime import UTC, datetime
 
+import pytest
+
 import duetime
 
 AT = datetime(2031, 5, 4, 9, 30, tzinfo=UTC)
@@ -37,6 +39,7 @@ async def _counts_and_close(app: duetime.App) -> int:
         await app.close()
 
 
+@pytest.mark.timeout(240)  # four loops, each opening the store anew: slow on a busy machine
 def test_one_app_answers_from_successive_event_loops(store_url: str, namespace: str) -> None:
     app = duetime.App(store_url, namespace=namespace)
     app.declare("mail")
@@ -49,6 +52,7 @@ def test_one_app_answers_from_successive_event_loops(store_url: str, namespace: 
     gc.collect()  # a connection of a closed loop left open would warn (ResourceWarning) here
 
 
+@pytest.mark.timeout(240)
 def test_an_app_closed_in_one_loop_opens_again_in_the_next(store_url: str, namespace: str) -> None:
     app = duetime.App(store_url, namespace=namespace)
     app.declare("mail")

@@ -40,8 +40,8 @@ async def test_metadata_is_shown_and_kept_across_retries_and_occurrences_to_the_
     async with running(app):
         await app.schedule("metered", "failing", meta=tenant)  # due now
         await app.schedule("metered", "series", meta={"s": 1}, every=0.1, limit=2)
-        await eventually(lambda: has_state(app, "metered", "failing", "dead"))
-        await eventually(lambda: len([s for s in seen if s[0] == "series"]) == 2)
+        await eventually(lambda: has_state(app, "metered", "failing", "dead"), within=25)
+        await eventually(lambda: len([s for s in seen if s[0] == "series"]) == 2, within=25)
 
     assert [s for s in seen if s[0] == "failing"] == [
         ("failing", 1, tenant),
@@ -101,4 +101,4 @@ async def test_a_record_written_before_metadata_loads_and_runs_without_any(
     info = await app.get("old", "o1")
     assert info is not None and info.meta == {} and info.payload == {"a": 1}
     async with running(app):
-        await eventually(lambda: seen == [{}])
+        await eventually(lambda: seen == [{}], within=25)
