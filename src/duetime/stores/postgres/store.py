@@ -25,6 +25,7 @@ from duetime.stores.postgres import caller, claiming, conditional, gates, ops, w
 from duetime.stores.postgres.caller import Identity
 from duetime.stores.postgres.config import PostgresConfig, parse_postgres_url
 from duetime.stores.postgres.connection import Conn, Database, Runs, read_settings
+from duetime.stores.postgres.names import PostgresScheduleNames
 from duetime.stores.postgres.queries import Q
 from duetime.stores.postgres.telemetry import PostgresTelemetry
 from duetime.stores.runs import RunLog, StoredRun
@@ -35,7 +36,7 @@ __all__ = ["PostgresConfig", "PostgresStore", "parse_postgres_url"]
 T = TypeVar("T")
 
 
-class PostgresStore:
+class PostgresStore(PostgresScheduleNames):
     """A :class:`~duetime.stores.base.Store` in a schema of a PostgreSQL database.
 
     Connections come from a psycopg pool in autocommit mode; a write is one statement, or
@@ -372,8 +373,6 @@ class PostgresStore:
         """How many tasks are due, running and dead."""
         return await self._run("count", lambda c: ops.count(c, self._queues, task_type))
 
-    # -- cron schedule names ------------------------------------------------------------
-
     async def task_types(self) -> list[str]:
         """The namespace's task types that hold a task (due, running or dead), sorted."""
         ns = self.config.namespace
@@ -383,24 +382,6 @@ class PostgresStore:
             return [str(name) for (name,) in await cur.fetchall()]
 
         return await self._run("task_types", read)
-
-    async def add_schedule_name(self, name: str, task_type: str) -> str:
-        """Give the cron schedule ``name`` to ``task_type`` unless the name is taken;
-        returns the task type the name belongs to."""
-        ns = self.config.namespace
-        return await self._run(
-            "add_schedule_name", lambda c: ops.add_schedule_name(c, ns, name, task_type)
-        )
-
-    async def remove_schedule_name(self, name: str) -> None:
-        """Forget the cron schedule ``name``. Safe to call twice."""
-        ns = self.config.namespace
-        await self._run("remove_schedule_name", lambda c: ops.remove_schedule_name(c, ns, name))
-
-    async def schedule_names(self) -> dict[str, str]:
-        """Every cron schedule name of the namespace, with the task type it lives in."""
-        ns = self.config.namespace
-        return await self._run("schedule_names", lambda c: ops.schedule_names(c, ns))
 
     # -- wake-ups -----------------------------------------------------------------------
 
