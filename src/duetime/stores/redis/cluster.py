@@ -39,6 +39,7 @@ from duetime.stores.redis.resp.client import (
     Fixed,
     RespClient,
 )
+from duetime.stores.redis.resp.credentials import Credentials
 from duetime.stores.redis.scripts import (
     READ_ONLY,
     SCRIPTS,
@@ -60,6 +61,15 @@ TOPOLOGY_SECONDS = 5.0
 #: How often the client tries a command again on a connection error or a moved slot, and
 #: its waits: the one retry policy, duetime's own client's (.resp.client).
 CLUSTER_RETRIES = SEND_TRIES
+
+
+def credential_options(credentials: Credentials | None) -> dict[str, Any]:
+    """redis-py's cluster client options beyond the URL: the credential hook, if any."""
+    if credentials is None:
+        return {}
+    from duetime.stores.redis.resp.credentials import redis_py_provider
+
+    return {"credential_provider": redis_py_provider(credentials)}
 
 
 def connect_cluster(url: str, **options: Any) -> RedisCluster:

@@ -161,18 +161,12 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
         from duetime.stores.redis.clustercalls import ClusterCalls
 
         client = cluster_store.connect_cluster(
-            self.config.url, decode_responses=False, **self._redis_py_options()
+            self.config.url,
+            decode_responses=False,
+            **cluster_store.credential_options(self.config.credentials),
         )
         self._client = client
         self._calls = ClusterCalls(client, self._replicas)
-
-    def _redis_py_options(self) -> dict[str, Any]:
-        """redis-py's clients' options beyond the URL: the credential hook, if any."""
-        if self.config.credentials is None:
-            return {}
-        from duetime.stores.redis.resp.credentials import redis_py_provider
-
-        return {"credential_provider": redis_py_provider(self.config.credentials)}
 
     def keys(self, task_type: str) -> TypeKeys:
         keys = self._keys.get(task_type)
@@ -199,7 +193,7 @@ class RedisStore(RedisCapabilities, RedisGates, RedisLeases):
                 allow_eviction=config.allow_eviction,
                 durability=config.durability,
                 replica_wait_ms=REPLICA_WAIT_MS,
-                **self._redis_py_options(),
+                **cluster_store.credential_options(self.config.credentials),
             )
             self._client = cluster
             self._calls = ClusterCalls(cluster, replicas)
